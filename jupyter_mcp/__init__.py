@@ -1,0 +1,17 @@
+"""jupyter-mcp: a Jupyter server as an IDE that AI agents drive over the Model Context Protocol."""
+
+from __future__ import annotations
+
+from typing import Any
+
+__version__ = "0.1.0"
+
+
+def _jupyter_server_extension_points() -> list[dict[str, Any]]:
+    from .app import JupyterMCP
+
+    return [{"module": "jupyter_mcp.app", "app": JupyterMCP}]
+
+
+def _jupyter_labextension_paths() -> list[dict[str, str]]:
+    return [{"src": "labextension", "dest": "jupyter-mcp"}]

@@ -1,0 +1,22 @@
+"""The built-in tools, one module per area of the specification."""
+
+from __future__ import annotations
+
+import importlib
+
+from ..registry import Tool
+
+#: Modules under ``jupyter_mcp.tools`` that declare ``tools = ToolSet()``.
+TOOL_MODULES = [
+    "files",
+    "project",
+]
+
+
+def builtin_tools() -> list[Tool]:
+    """Every built-in tool, in module order."""
+    found: list[Tool] = []
+    for name in TOOL_MODULES:
+        module = importlib.import_module(f"{__name__}.{name}")
+        found.extend(module.tools)
+    return found

@@ -1,0 +1,265 @@
+"""File tools (spec 6–12): read, rewrite, create, list, edit at a position, append, replace.
+
+Notebooks are read and written through their percent-format text view, so an agent edits a
+``.ipynb`` as a script while outputs and metadata of untouched cells stay in place.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+from ..context import ToolContext
+from ..documents import edit_text, locked, notify_written, read_text, write_text
+from ..errors import ToolError
+from ..registry import ToolSet
+
+tools = ToolSet()
+
+PATH = {
+    "type": "string",
+    "description": (
+        "Path relative to the project root (an absolute path inside the project also works). "
+        "Notebooks (.ipynb) read and write as percent-format scripts."
+    ),
+}
+
+
+def _elapsed_ms(started: float) -> int:
+    return round((time.perf_counter() - started) * 1000)
+
+
+def _where(ctx: ToolContext, path: Path) -> dict[str, Any]:
+    return {"path": str(path), "relativePath": ctx.relative(path)}
+
+
+@tools.tool(
+    "get_file_text_by_path",
+    "Get the text of a project file by its path relative to the project root. A notebook "
+    "(.ipynb) is returned as its percent-format script (# %% cells), the view every text tool "
+    "uses. Binary files are refused.",
+    {"pathInProject": PATH},
+    required=["pathInProject"],
+    read_only=True,
+    idempotent=True,
+    title="Read file",
+)
+def get_file_text_by_path(ctx: ToolContext, pathInProject: str) -> dict[str, Any]:
+    """The file's text with its absolute and project-relative paths."""
+    path = ctx.resolve(pathInProject)
+    return {"content": read_text(ctx, path, pathInProject), **_where(ctx, path)}
+
+
+@tools.tool(
+    "rewrite_file_content",
+    "Replace the whole content of an existing project file. For a notebook, give its "
+    "percent-format text: cells whose text is unchanged keep their outputs and metadata.",
+    {"pathInProject": PATH, "text": {"type": "string", "description": "The new content."}},
+    required=["pathInProject", "text"],
+    idempotent=True,
+    title="Rewrite file",
+)
+def rewrite_file_content(ctx: ToolContext, pathInProject: str, text: str) -> dict[str, Any]:
+    """Replace the file's text view with ``text``."""
+    started = time.perf_counter()
+    path = ctx.resolve(pathInProject)
+    with locked(ctx, path):
+        if not path.exists():
+            raise ToolError(
+                f"File not found: {pathInProject} (use create_new_file_with_text to create it)"
+            )
+        read_text(ctx, path, pathInProject)  # refuses directories, binary and oversized files
+        changed = write_text(ctx, path, pathInProject, text)
+    if changed:
+        notify_written(ctx, path)
+    return {**_where(ctx, path), "size": path.stat().st_size, "operationTimeMs": _elapsed_ms(started)}
+
+
+@tools.tool(
+    "create_new_file_with_text",
+    "Create a new file (and its missing parent folders) with the given text. A .ipynb path "
+    "takes percent-format text and becomes a notebook with a Python 3 kernel. Refuses to "
+    "overwrite an existing file.",
+    {"pathInProject": PATH, "text": {"type": "string", "description": "The file's content."}},
+    required=["pathInProject", "text"],
+    title="Create file",
+)
+def create_new_file_with_text(ctx: ToolContext, pathInProject: str, text: str) -> dict[str, Any]:
+    """Create the file; an existing file is an error."""
+    started = time.perf_counter()
+    path = ctx.resolve(pathInProject)
+    if path == ctx.root_dir or pathInProject.rstrip().endswith(("/", "\\")):
+        raise ToolError(f"Not a file path: {pathInProject!r}")
+    with locked(ctx, path):
+        if path.exists() or path.is_symlink():
+            raise ToolError(f"File already exists: {pathInProject}")
+        for parent in path.parents:
+            if parent.exists():
+                if not parent.is_dir():
+                    raise ToolError(f"{ctx.relative(parent)} is a file, not a folder")
+                break
+        write_text(ctx, path, pathInProject, text, create=True)
+    notify_written(ctx, path)
+    return {**_where(ctx, path), "operationTimeMs": _elapsed_ms(started)}
+
+
+@tools.tool(
+    "list_files_in_folder",
+    "List the files and folders directly inside a project folder (use \"/\" for the root). "
+    "Entries are sorted by name; paths are relative to the project root.",
+    {"pathInProject": {**PATH, "description": "Folder relative to the project root; \"/\" is the root."}},
+    required=["pathInProject"],
+    read_only=True,
+    idempotent=True,
+    title="List folder",
+)
+def list_files_in_folder(ctx: ToolContext, pathInProject: str) -> list[dict[str, str]]:
+    """Name, type (file or directory) and project path of each entry."""
+    folder = ctx.resolve(pathInProject)
+    if not folder.exists():
+        raise ToolError(f"Folder not found: {pathInProject}")
+    if not folder.is_dir():
+        raise ToolError(f"{pathInProject} is a file, not a folder")
+    entries = []
+    with os.scandir(folder) as it:
+        for entry in it:
+            target = Path(os.path.realpath(entry.path))
+            if not _inside(ctx, target):
+                continue  # a link out of the project is not part of it
+            kind = "directory" if target.is_dir() else "file"
+            entries.append(
+                {"name": entry.name, "type": kind, "path": ctx.relative(folder / entry.name)}
+            )
+    return sorted(entries, key=lambda e: e["name"])
+
+
+def _inside(ctx: ToolContext, path: Path) -> bool:
+    try:
+        path.relative_to(ctx.root_dir)
+    except ValueError:
+        return False
+    return True
+
+
+def _split_lines(text: str) -> list[str]:
+    """Lines with their terminators; an empty text, or one ending in a newline, has a last
+    empty line, as editors count them."""
+    lines = text.splitlines(keepends=True)
+    if not lines or lines[-1].endswith(("\n", "\r")):
+        lines.append("")
+    return lines
+
+
+def _terminator(line: str) -> str:
+    return line[len(line.rstrip("\r\n")) :]
+
+
+@tools.tool(
+    "replace_file_content_at_position",
+    "Replace lines startLine..endLine (1-based, inclusive) of a file with content, leaving "
+    "the rest unchanged. With offset, the replacement starts at that character (0-based) of "
+    "startLine, keeping the characters before it. The line break after endLine is kept. "
+    "Lines of a notebook are lines of its percent-format text.",
+    {
+        "pathInProject": PATH,
+        "startLine": {"type": "integer", "minimum": 1, "description": "First line (1-based)."},
+        "endLine": {"type": "integer", "minimum": 1, "description": "Last line (1-based, inclusive)."},
+        "content": {"type": "string", "description": "The new text for that range."},
+        "offset": {
+            "type": "integer",
+            "minimum": 0,
+            "description": "Character offset in startLine where the replacement begins (0-based).",
+        },
+    },
+    required=["pathInProject", "startLine", "endLine", "content"],
+    title="Replace lines",
+)
+def replace_file_content_at_position(
+    ctx: ToolContext,
+    pathInProject: str,
+    startLine: int,
+    endLine: int,
+    content: str,
+    offset: int = 0,
+) -> str:
+    """Replace a line range (optionally from a column) with ``content``."""
+
+    def change(text: str) -> tuple[str, None]:
+        lines = _split_lines(text)
+        if endLine < startLine:
+            raise ToolError(f"endLine ({endLine}) is before startLine ({startLine})")
+        if endLine > len(lines):
+            raise ToolError(
+                f"Line {endLine} is past the end of {pathInProject}, which has {len(lines)} lines"
+            )
+        first = lines[startLine - 1]
+        first_body = first[: len(first) - len(_terminator(first))]
+        if offset > len(first_body):
+            raise ToolError(
+                f"offset {offset} is past the end of line {startLine} ({len(first_body)} characters)"
+            )
+        last = lines[endLine - 1]
+        before = "".join(lines[: startLine - 1]) + first_body[:offset]
+        after = _terminator(last) + "".join(lines[endLine:])
+        return before + content + after, None
+
+    edit_text(ctx, pathInProject, change)
+    return "ok"
+
+
+@tools.tool(
+    "append_file_content",
+    "Append text to the end of an existing file. For a notebook, the text extends its "
+    "percent-format script (start it with '# %%' to add a new cell).",
+    {"pathInProject": PATH, "text": {"type": "string", "description": "Text to append."}},
+    required=["pathInProject", "text"],
+    title="Append to file",
+)
+def append_file_content(ctx: ToolContext, pathInProject: str, text: str) -> dict[str, Any]:
+    """Append ``text`` under the file's lock, so concurrent appends all land."""
+    started = time.perf_counter()
+    edit = edit_text(ctx, pathInProject, lambda old: (old + text, None))
+    return {**_where(ctx, edit.path), "operationTimeMs": _elapsed_ms(started)}
+
+
+@tools.tool(
+    "replace_specific_text",
+    "Replace occurrences of searchText with replaceText in a file (case-sensitive, literal "
+    "text). Only the first occurrence unless replaceAll is true. Fails, changing nothing, "
+    "when searchText does not occur.",
+    {
+        "pathInProject": PATH,
+        "searchText": {"type": "string", "minLength": 1, "description": "Literal text to find."},
+        "replaceText": {"type": "string", "description": "Replacement text."},
+        "replaceAll": {"type": "boolean", "default": False, "description": "Replace every occurrence."},
+    },
+    required=["pathInProject", "searchText", "replaceText"],
+    title="Replace text",
+)
+def replace_specific_text(
+    ctx: ToolContext,
+    pathInProject: str,
+    searchText: str,
+    replaceText: str,
+    replaceAll: bool = False,
+) -> dict[str, Any]:
+    """Literal replacement; the count of replacements made is returned."""
+    started = time.perf_counter()
+
+    def change(text: str) -> tuple[str, int]:
+        count = text.count(searchText)
+        if count == 0:
+            raise ToolError(f"Text not found in {pathInProject}; the file was not changed")
+        if replaceAll:
+            return text.replace(searchText, replaceText), count
+        return text.replace(searchText, replaceText, 1), 1
+
+    edit = edit_text(ctx, pathInProject, change)
+    return {
+        "path": str(edit.path),
+        "relativePath": ctx.relative(edit.path),
+        "replacements": edit.result,
+        "operationTimeMs": _elapsed_ms(started),
+    }

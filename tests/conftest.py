@@ -1,0 +1,69 @@
+"""Shared fixtures: a real Jupyter server (pytest-jupyter) with the extension enabled."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import pytest
+
+pytest_plugins = ["pytest_jupyter.jupyter_server"]
+
+
+@pytest.fixture
+def jp_server_config() -> dict[str, Any]:
+    """Jupyter with jupyter_mcp enabled and no unauthenticated access."""
+    return {
+        "ServerApp": {
+            "jpserver_extensions": {"jupyter_mcp": True},
+            "allow_unauthenticated_access": False,
+        }
+    }
+
+
+@pytest.fixture
+def mcp_app(jp_serverapp: Any) -> Any:
+    """The running ``JupyterMCP`` extension app."""
+    return jp_serverapp.extension_manager.extension_apps["jupyter_mcp"].copy().pop()
+
+
+Caller = Callable[..., Awaitable[dict[str, Any]]]
+
+
+@pytest.fixture
+def call(jp_fetch: Any) -> Caller:
+    """``await call(tool, **arguments)`` → the parsed ``{"status", "error"}`` of seed REST."""
+
+    async def _call(tool: str, _surface: str = "mcp", **arguments: Any) -> dict[str, Any]:
+        parts = ["api", "mcp", tool] if _surface == "api" else ["mcp", tool]
+        response = await jp_fetch(*parts, method="POST", body=json.dumps(arguments))
+        assert response.code == 200
+        return json.loads(response.body)
+
+    return _call
+
+
+@pytest.fixture
+def ok(call: Caller) -> Callable[..., Awaitable[Any]]:
+    """``await ok(tool, **arguments)`` → the call's ``status``, failing the test on an error."""
+
+    async def _ok(tool: str, **arguments: Any) -> Any:
+        answer = await call(tool, **arguments)
+        assert answer["error"] is None, answer["error"]
+        return answer["status"]
+
+    return _ok
+
+
+@pytest.fixture
+def fails(call: Caller) -> Callable[..., Awaitable[str]]:
+    """``await fails(tool, **arguments)`` → the error message, failing the test on success."""
+
+    async def _fails(tool: str, **arguments: Any) -> str:
+        answer = await call(tool, **arguments)
+        assert answer["status"] is None, answer
+        assert isinstance(answer["error"], str) and answer["error"]
+        return answer["error"]
+
+    return _fails
