@@ -77,17 +77,34 @@ def apply_view(nb: NotebookNode, text: str) -> NotebookNode | None:
     # The view's cells normally map one-to-one onto the notebook's; if jupytext merged or split
     # something, compare with the notebook's own sources instead.
     reference = old_view_cells if len(old_view_cells) == len(nb.cells) else nb.cells
-    matcher = difflib.SequenceMatcher(
-        a=[_key(c) for c in reference], b=[_key(c) for c in new_cells], autojunk=False
-    )
+    old_keys = [_key(c) for c in reference]
+    new_keys = [_key(c) for c in new_cells]
+    matcher = difflib.SequenceMatcher(a=old_keys, b=new_keys, autojunk=False)
+    opcodes = matcher.get_opcodes()
+    # Old cells kept in place, then old cells that moved (same text elsewhere), are reused
+    # verbatim; what is left pairs up by position as edited cells.
+    used = {i for tag, i1, i2, _, _ in opcodes if tag == "equal" for i in range(i1, i2)}
+    unused_by_key: dict[tuple[str, str], list[int]] = {}
+    for i, key in enumerate(old_keys):
+        if i not in used:
+            unused_by_key.setdefault(key, []).append(i)
     cells: list[NotebookNode] = []
-    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+    for tag, i1, i2, j1, j2 in opcodes:
         if tag == "equal":
             cells.extend(copy.deepcopy(nb.cells[i1:i2]))
             continue
         for k, new in enumerate(new_cells[j1:j2]):
-            old = nb.cells[i1 + k] if i1 + k < i2 else None
+            moved = unused_by_key.get(new_keys[j1 + k])
+            if moved:
+                index = moved.pop(0)
+                used.add(index)
+                cells.append(copy.deepcopy(nb.cells[index]))
+                continue
+            candidate = i1 + k
+            old = nb.cells[candidate] if candidate < i2 and candidate not in used else None
             if old is not None and old.cell_type == new.cell_type:
+                used.add(candidate)
+                unused_by_key[old_keys[candidate]].remove(candidate)
                 cell = copy.deepcopy(old)
                 cell.source = new.source
             else:
