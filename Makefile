@@ -1,0 +1,134 @@
+# jupyter-mcp — the two commands a user needs:
+#
+#   make run     fresh clone -> .venv -> install -> build the labextension -> JupyterLab on notebooks/
+#   make test    fresh clone -> everything the tests need -> the whole pytest suite
+#
+# Every step is a file target or a stamp under .venv/.stamps, so a second run reuses the venv and
+# redoes only what changed. `make VERBOSE=1 ...` shows the output of the set-up steps.
+
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+PYTHON ?= python3
+VENV := $(CURDIR)/.venv
+BIN := $(VENV)/bin
+STAMPS := $(VENV)/.stamps
+export PATH := $(BIN):$(PATH)
+export VIRTUAL_ENV := $(VENV)
+export PIP_DISABLE_PIP_VERSION_CHECK := 1
+
+PYTEST_TIMEOUT ?= 300
+PYTEST_ARGS ?=
+
+# Set-up steps print their output only when they fail (VERBOSE=1 shows it always).
+ifeq ($(VERBOSE),1)
+QUIET :=
+else
+QUIET := sh -c 'log=$$(mktemp); "$$@" >"$$log" 2>&1 && { rm -f "$$log"; exit 0; }; \
+	rc=$$?; cat "$$log"; rm -f "$$log"; exit $$rc' quiet
+endif
+
+LABEXT_OUT := jupyter_mcp/labextension
+LABEXT_BUILT := $(LABEXT_OUT)/package.json
+LABEXT_NODE := labextension/node_modules/.jupyter-mcp-installed
+LABEXT_SOURCES := $(shell find labextension/src labextension/style -type f 2>/dev/null) \
+	labextension/package.json labextension/tsconfig.json
+
+.PHONY: help run test test-deps install labextension chromium lint format wheel clean
+
+help:
+	@echo "make run     JupyterLab with jupyter-mcp on notebooks/ (prints URL, token, curl line)"
+	@echo "make test    everything the tests need, then the whole test suite"
+	@echo "make lint    ruff check + ruff format --check"
+	@echo "make wheel   build dist/jupyter_mcp-*.whl (labextension included)"
+	@echo "make clean   remove the venv, built assets and node_modules"
+
+# --- Python ---------------------------------------------------------------------------------
+
+$(BIN)/python:
+	@command -v $(PYTHON) >/dev/null || { echo "error: $(PYTHON) not found (need Python 3.10+)"; exit 1; }
+	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 10))' || \
+		{ echo "error: $(PYTHON) is $$($(PYTHON) --version 2>&1); jupyter-mcp needs Python 3.10+"; exit 1; }
+	@echo "==> creating .venv with $$($(PYTHON) --version)"
+	@$(QUIET) $(PYTHON) -m venv $(VENV)
+
+# The editable install: the build hook is skipped (SKIP_JUPYTER_BUILDER) because the
+# labextension is built by its own target below. A reinstall first drops the `develop` link so
+# pip never writes through it into jupyter_mcp/labextension.
+$(STAMPS)/install: pyproject.toml | $(BIN)/python
+	@echo "==> installing jupyter-mcp (editable, with the test extra) into .venv"
+	@$(QUIET) $(BIN)/python -m pip install -q \
+		"hatchling>=1.18" "hatch-jupyter-builder>=0.9" "jupyterlab>=4.4,<5"
+	@if [ -L $(VENV)/share/jupyter/labextensions/jupyter-mcp ]; then \
+		rm $(VENV)/share/jupyter/labextensions/jupyter-mcp; fi
+	@SKIP_JUPYTER_BUILDER=1 $(QUIET) $(BIN)/python -m pip install -q --no-build-isolation -e ".[test]"
+	@mkdir -p $(STAMPS) && touch $@
+
+install: $(STAMPS)/install
+
+# --- the JupyterLab extension ---------------------------------------------------------------
+
+$(LABEXT_NODE): labextension/package.json labextension/yarn.lock labextension/.yarnrc.yml \
+		| $(STAMPS)/install
+	@command -v node >/dev/null || { echo "error: node not found (need Node.js 20.19+)"; exit 1; }
+	@echo "==> installing the labextension's npm dependencies (jlpm install)"
+	@cd labextension && $(QUIET) $(BIN)/jlpm install
+	@touch $@
+
+$(LABEXT_BUILT): $(LABEXT_SOURCES) $(LABEXT_NODE)
+	@echo "==> building the labextension into $(LABEXT_OUT)/"
+	@cd labextension && $(QUIET) $(BIN)/jlpm build:prod
+	@touch $@
+
+labextension: $(LABEXT_BUILT)
+
+# Point JupyterLab at the built assets (a link, so later rebuilds are picked up) and make sure
+# the server extension is enabled.
+$(STAMPS)/develop: $(STAMPS)/install $(LABEXT_BUILT)
+	@$(QUIET) $(BIN)/jupyter labextension develop --overwrite .
+	@$(QUIET) $(BIN)/jupyter server extension enable --sys-prefix jupyter_mcp
+	@touch $@
+
+# --- make run -------------------------------------------------------------------------------
+
+run: $(STAMPS)/develop
+	@bash scripts/run-lab.sh
+
+# --- make test ------------------------------------------------------------------------------
+
+# Browser tests need Debian's Chromium at /usr/bin/chromium; without it they skip.
+chromium:
+	@if [ -x /usr/bin/chromium ]; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		echo "==> installing Debian's chromium (apt-get)"; \
+		DEBIAN_FRONTEND=noninteractive $(QUIET) apt-get update -q && \
+		DEBIAN_FRONTEND=noninteractive $(QUIET) apt-get install -y -q chromium; \
+	else \
+		echo "note: /usr/bin/chromium is missing and cannot be installed here (needs root and"; \
+		echo "      apt-get): the browser tests will be skipped."; \
+	fi
+
+# Everything the tests need before pytest starts. To add a set-up step (npm tools, ...), write
+# its target and add a line `test-deps: your-target` next to it; do not add a recipe here.
+test-deps: $(STAMPS)/develop chromium
+
+test: test-deps
+	@echo "==> pytest"
+	@$(BIN)/python -m pytest -ra -p no:cacheprovider --timeout=$(PYTEST_TIMEOUT) $(PYTEST_ARGS)
+
+# --- extras ---------------------------------------------------------------------------------
+
+lint: $(STAMPS)/install
+	$(BIN)/ruff check jupyter_mcp tests
+	$(BIN)/ruff format --check jupyter_mcp tests
+
+format: $(STAMPS)/install
+	$(BIN)/ruff check --fix jupyter_mcp tests
+	$(BIN)/ruff format jupyter_mcp tests
+
+wheel: $(STAMPS)/install $(LABEXT_BUILT)
+	$(BIN)/python -m pip wheel --no-deps --no-build-isolation -w dist .
+
+clean:
+	rm -rf $(VENV) $(LABEXT_OUT) labextension/node_modules labextension/lib \
+		labextension/tsconfig.tsbuildinfo labextension/.yarn dist build
