@@ -12,6 +12,8 @@ import asyncio
 import functools
 import inspect
 import json
+import logging
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -241,11 +243,17 @@ def parse_window(arguments: dict[str, Any], max_window: int) -> tuple[int, int] 
     return start, end
 
 
+#: ``observer(name, arguments, ok, error, duration_ms)``, told after every call on every surface.
+CallObserver = Callable[[str, dict[str, Any], bool, "str | None", float], None]
+
+
 class Registry:
     """All tools of the server, filtered by the context's policies on every request."""
 
     def __init__(self, tools: Iterable[Tool] = ()) -> None:
         self._tools: dict[str, Tool] = {}
+        #: Told about each finished call (the JupyterLab activity panel listens here).
+        self.observers: list[CallObserver] = []
         for tool in tools:
             self.add(tool)
 
@@ -309,8 +317,37 @@ class Registry:
         """Validate, approve and run one call; cut the result window.
 
         With ``always_window`` (standard MCP) the window applies even when the caller gave
-        no ``resultStart``/``resultEnd``; otherwise only when asked for.
+        no ``resultStart``/``resultEnd``; otherwise only when asked for. Every call, failed or
+        not, is reported to :attr:`observers`.
         """
+        started = time.perf_counter()
+        try:
+            result = await self._call(name, arguments, ctx, always_window=always_window)
+        except ToolError as e:
+            self._notify(name, arguments, False, str(e), started)
+            raise
+        except BaseException as e:
+            self._notify(name, arguments, False, f"{type(e).__name__}: {e}", started)
+            raise
+        self._notify(name, arguments, True, None, started)
+        return result
+
+    def _notify(
+        self, name: str, arguments: Any, ok: bool, error: str | None, started: float
+    ) -> None:
+        if not self.observers:
+            return
+        shown = dict(arguments) if isinstance(arguments, dict) else {}
+        duration_ms = (time.perf_counter() - started) * 1000
+        for observer in list(self.observers):
+            try:
+                observer(name, shown, ok, error, duration_ms)
+            except Exception:  # an observer must never break a call
+                logging.getLogger("jupyter_mcp").exception("Call observer %r failed", observer)
+
+    async def _call(
+        self, name: str, arguments: Any, ctx: ToolContext, *, always_window: bool
+    ) -> CallResult:
         tool = self.get(name, ctx)
         if arguments is None:
             arguments = {}
