@@ -37,6 +37,7 @@ class Settings:
     max_result_bytes: int = 16 * 1024 * 1024
     max_file_bytes: int = 16 * 1024 * 1024
     approval_timeout: float = 120.0
+    plugin_timeout: float = 5.0
 
 
 class PathLocks:

@@ -9,6 +9,7 @@ result window the caller asked for.
 from __future__ import annotations
 
 import asyncio
+import copy
 import functools
 import inspect
 import json
@@ -20,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError
+from jsonschema.validators import validator_for
 
 from .errors import ToolError
 
@@ -72,11 +74,17 @@ class Tool:
     needs_approval: bool | Callable[[dict[str, Any]], bool] = False
     # The plugin a tool comes from; None for built-in tools.
     plugin: str | None = None
-    _validator: Draft202012Validator | None = field(default=None, init=False, repr=False)
+    # A complete JSON Schema used as is instead of the one built from ``properties`` (plugins).
+    schema: dict[str, Any] | None = None
+    # Arguments larger than this, serialised as JSON, are refused before validation.
+    max_argument_bytes: int | None = None
+    _validator: Any = field(default=None, init=False, repr=False)
 
     @property
     def input_schema(self) -> dict[str, Any]:
         """The schema of the tool's own arguments (without the result window)."""
+        if self.schema is not None:
+            return copy.deepcopy(self.schema)
         schema: dict[str, Any] = {"type": "object", "properties": self.properties}
         if self.required:
             schema["required"] = list(self.required)
@@ -87,7 +95,7 @@ class Tool:
     def advertised_schema(self) -> dict[str, Any]:
         """The schema clients see: the tool's arguments plus ``resultStart``/``resultEnd``."""
         schema = self.input_schema
-        schema["properties"] = {**self.properties, **WINDOW_PROPERTIES}
+        schema["properties"] = {**schema.get("properties", {}), **WINDOW_PROPERTIES}
         return schema
 
     @property
@@ -103,8 +111,16 @@ class Tool:
 
     def validate(self, arguments: dict[str, Any]) -> None:
         """Raise a :class:`ToolError` naming the field when ``arguments`` break the schema."""
+        if self.max_argument_bytes is not None:
+            size = len(json.dumps(arguments, ensure_ascii=False).encode("utf-8"))
+            if size > self.max_argument_bytes:
+                raise ToolError(
+                    f"Arguments for {self.name} are {size} bytes, over the limit of "
+                    f"{self.max_argument_bytes} bytes; nothing was done"
+                )
         if self._validator is None:
-            self._validator = Draft202012Validator(self.input_schema)
+            schema = self.input_schema
+            self._validator = validator_for(schema, default=Draft202012Validator)(schema)
         error = next(iter(sorted(self._validator.iter_errors(arguments), key=_error_rank)), None)
         if error is not None:
             raise ToolError(f"Invalid arguments for {self.name}: {describe_validation_error(error)}")
