@@ -10,6 +10,7 @@ import contextlib
 import os
 import stat
 import tempfile
+import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -65,10 +66,27 @@ def read_raw_text(ctx: ToolContext, path: Path, shown: str) -> str:
 
 def read_text(ctx: ToolContext, path: Path, shown: str) -> str:
     """The text a tool sees: a notebook's percent-format view, any other file as stored."""
-    raw = read_raw_text(ctx, path, shown)
-    if is_notebook(path):
-        return notebook_view(read_notebook(raw, shown))
-    return raw
+    if not is_notebook(path):
+        return read_raw_text(ctx, path, shown)
+    _check_file(ctx, path, shown)
+    st = path.stat()
+    key = (st.st_mtime_ns, st.st_size, st.st_ino)
+    cached = _views.get(path)
+    if cached is not None and cached[0] == key:
+        return cached[1]
+    view = notebook_view(read_notebook(read_raw_text(ctx, path, shown), shown))
+    with _views_lock:
+        _views[path] = (key, view)
+        while len(_views) > _VIEW_CACHE_SIZE:
+            _views.pop(next(iter(_views)))
+    return view
+
+
+# Converting a notebook to its view costs milliseconds (nbformat + jupytext); agents re-read
+# the same notebooks often, so views are cached by the file's identity and change stamp.
+_VIEW_CACHE_SIZE = 128
+_views: dict[Path, tuple[tuple[int, int, int], str]] = {}
+_views_lock = threading.Lock()
 
 
 def atomic_write(path: Path, data: str) -> None:

@@ -1,0 +1,94 @@
+"""A real Jupyter server with jupyter_mcp, started as a subprocess for benchmarks."""
+
+from __future__ import annotations
+
+import contextlib
+import http.client
+import json
+import os
+import secrets
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Server:
+    """A running ``jupyter server`` on loopback with a token; talk to it with keep-alive."""
+
+    def __init__(self, root: Path, port: int, token: str, proc: subprocess.Popen) -> None:
+        self.root, self.port, self.token, self.proc = root, port, token, proc
+        self.url = f"http://127.0.0.1:{port}"
+
+    def connection(self) -> http.client.HTTPConnection:
+        """A keep-alive connection (one per client thread)."""
+        return http.client.HTTPConnection("127.0.0.1", self.port, timeout=120)
+
+    def request(
+        self, conn: http.client.HTTPConnection, method: str, path: str, body: object = None
+    ) -> tuple[int, bytes]:
+        headers = {"Authorization": f"token {self.token}"}
+        data = None
+        if body is not None:
+            data = json.dumps(body).encode()
+            headers["Content-Type"] = "application/json"
+        conn.request(method, path, body=data, headers=headers)
+        response = conn.getresponse()
+        return response.status, response.read()
+
+    def call(self, conn: http.client.HTTPConnection, tool: str, **arguments: object) -> object:
+        status, body = self.request(conn, "POST", f"/mcp/{tool}", arguments)
+        answer = json.loads(body)
+        if status != 200 or answer.get("error"):
+            raise RuntimeError(f"{tool} failed: {status} {answer}")
+        return answer["status"]
+
+
+@contextlib.contextmanager
+def jupyter_server(root: Path, *extra: str) -> Iterator[Server]:
+    """Start ``jupyter server`` on ``root`` and stop it afterwards."""
+    port, token = free_port(), secrets.token_hex(16)
+    env = {**os.environ, "JUPYTER_TOKEN": token}
+    cmd = [
+        sys.executable, "-m", "jupyter_server", "--no-browser", "--allow-root",
+        f"--port={port}", "--ServerApp.ip=127.0.0.1", f"--ServerApp.root_dir={root}",
+        "--ServerApp.jpserver_extensions={'jupyter_mcp': True}", "--log-level=WARN", *extra,
+    ]
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    server = Server(root, port, token, proc)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                conn = server.connection()
+                if server.request(conn, "GET", "/api/status")[0] == 200:
+                    conn.close()
+                    break
+            except OSError:
+                pass
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError("jupyter server did not start: " + proc.stderr.read().decode()[-2000:])
+            time.sleep(0.2)
+        yield server
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+def percentiles(samples: list[float]) -> tuple[float, float]:
+    """p50 and p99 in milliseconds of samples in seconds."""
+    ordered = sorted(samples)
+    def pick(q: float) -> float:
+        return ordered[min(len(ordered) - 1, int(q * len(ordered)))] * 1000
+    return pick(0.50), pick(0.99)
