@@ -1,0 +1,693 @@
+"""The project walk behind search: which files count, and an in-memory cache of their text.
+
+What counts as a project file is what ripgrep and git would search: ``.gitignore`` files (at
+the root, in sub-folders and in the folders above the root up to the repository top, with
+negation) and ``.git/info/exclude`` are honoured; VCS folders (``.git``, ``.hg``, ``.svn`` …)
+and Jupyter's ``.ipynb_checkpoints`` are skipped; so are binary files (a NUL byte in the first
+block) and files over the size limit. Symlinks are never descended: a symlinked folder is
+skipped (so a link loop cannot trap the walk) and a symlinked file counts only when its target
+is a regular file inside the root. Notebooks are indexed as their percent-format text view.
+
+The :class:`ProjectIndex` keeps every searchable file's text in memory so that a search is a
+scan of strings, not a read of thousands of files. On Linux it watches every indexed folder
+with inotify and reads the pending events at the start of each refresh; the kernel queues an
+event before a write returns, so a file written just before a search is seen by it. Where
+inotify is not available (or its limits are reached) every refresh re-stats the whole tree.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import ctypes.util
+import errno
+import logging
+import os
+import struct
+import sys
+import threading
+import time
+import weakref
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pathspec
+
+from .documents import looks_binary
+from .errors import ToolError
+from .notebook_text import notebook_view, read_notebook
+
+#: Folders never walked: version control data and Jupyter's checkpoint copies.
+SKIPPED_DIRS = frozenset({".git", ".hg", ".svn", ".bzr", "_darcs", ".jj", ".ipynb_checkpoints"})
+IGNORE_FILE = ".gitignore"
+_SNIFF = 8192
+# A file modified this close to the moment it was read may change again within the same
+# timestamp tick; such "racy" entries are read again on the next refresh (git does the same).
+_RACY_NS = 50_000_000
+
+log = logging.getLogger("jupyter_mcp.search")
+
+
+# --------------------------------------------------------------------------- ignore rules
+
+
+@dataclass(frozen=True)
+class _Rule:
+    """One ignore file: its patterns and how a root-relative path maps onto its folder."""
+
+    spec: pathspec.GitIgnoreSpec
+    #: The rule file's folder relative to the root ("" for the root itself).
+    base: str = ""
+    #: For a rule file above the root: the root's path relative to the rule file's folder.
+    outer: str = ""
+
+    def check(self, rel: str, is_dir: bool) -> bool | None:
+        """True (ignored), False (re-included by ``!``) or None (no pattern matched)."""
+        if self.base:
+            if not rel.startswith(self.base + "/"):
+                return None
+            rel = rel[len(self.base) + 1 :]
+        key = self.outer + rel + ("/" if is_dir else "")
+        return self.spec.check_file(key).include
+
+
+class IgnoreRules:
+    """The ignore files in force for a folder, lowest precedence first."""
+
+    def __init__(self, rules: tuple[_Rule, ...] = ()) -> None:
+        self.rules = rules
+
+    def ignored(self, rel: str, is_dir: bool) -> bool:
+        """Whether the root-relative ``rel`` is ignored; the deepest matching rule decides."""
+        for rule in reversed(self.rules):
+            verdict = rule.check(rel, is_dir)
+            if verdict is not None:
+                return verdict
+        return False
+
+    def with_rule(self, rule: _Rule | None) -> IgnoreRules:
+        """These rules plus ``rule`` (deeper, so it takes precedence)."""
+        return self if rule is None else IgnoreRules((*self.rules, rule))
+
+
+def _read_rule(path: str, base: str = "", outer: str = "") -> _Rule | None:
+    try:
+        with open(path, "rb") as f:
+            data = f.read(4 * 1024 * 1024)
+    except OSError:
+        return None
+    lines = data.decode("utf-8", "replace").splitlines()
+    if not any(line.strip() and not line.startswith("#") for line in lines):
+        return None
+    return _Rule(pathspec.GitIgnoreSpec.from_lines(lines), base, outer)
+
+
+def _stamp_of(path: str) -> tuple[int, int, int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_mtime_ns, st.st_size, st.st_ino)
+
+
+def _git_dir(folder: Path) -> Path | None:
+    """The git directory of a repository whose work tree top is ``folder``, if it is one."""
+    dot_git = folder / ".git"
+    if dot_git.is_dir():
+        return dot_git
+    if dot_git.is_file():  # worktrees and submodules: "gitdir: <path>"
+        with contextlib.suppress(OSError, UnicodeDecodeError):
+            line = dot_git.read_text("utf-8").strip()
+            if line.startswith("gitdir:"):
+                target = Path(line[len("gitdir:") :].strip())
+                return target if target.is_absolute() else (folder / target).resolve()
+    return None
+
+
+def outer_rule_files(root: Path) -> list[tuple[str, str]]:
+    """Ignore files that apply from outside the walk, lowest precedence first.
+
+    Those are ``info/exclude`` of the repository that holds ``root`` and the ``.gitignore``
+    files of the folders between that repository's top and ``root``; each comes with the
+    root's path relative to the file's folder (the prefix its patterns see).
+    """
+    top = None
+    for folder in (root, *root.parents):
+        if (folder / ".git").exists():
+            top = folder
+            break
+    if top is None:
+        return []
+    found: list[tuple[str, str]] = []
+    git_dir = _git_dir(top)
+    if git_dir is not None:
+        found.append((str(git_dir / "info" / "exclude"), _prefix(top, root)))
+    for folder in reversed(root.parents):
+        if folder == top or top in folder.parents:
+            found.append((str(folder / IGNORE_FILE), _prefix(folder, root)))
+    return found
+
+
+def _prefix(folder: Path, root: Path) -> str:
+    rel = root.relative_to(folder).as_posix()
+    return "" if rel == "." else rel + "/"
+
+
+# --------------------------------------------------------------------------- inotify
+
+
+_IN_MODIFY = 0x2
+_IN_ATTRIB = 0x4
+_IN_CLOSE_WRITE = 0x8
+_IN_MOVED_FROM = 0x40
+_IN_MOVED_TO = 0x80
+_IN_CREATE = 0x100
+_IN_DELETE = 0x200
+_IN_DELETE_SELF = 0x400
+_IN_MOVE_SELF = 0x800
+_IN_Q_OVERFLOW = 0x4000
+_IN_IGNORED = 0x8000
+_IN_ONLYDIR = 0x01000000
+_IN_DONT_FOLLOW = 0x02000000
+_IN_EXCL_UNLINK = 0x04000000
+_WATCH_MASK = (
+    _IN_MODIFY
+    | _IN_ATTRIB
+    | _IN_CLOSE_WRITE
+    | _IN_MOVED_FROM
+    | _IN_MOVED_TO
+    | _IN_CREATE
+    | _IN_DELETE
+    | _IN_DELETE_SELF
+    | _IN_MOVE_SELF
+    | _IN_ONLYDIR
+    | _IN_DONT_FOLLOW
+    | _IN_EXCL_UNLINK
+)
+_EVENT = struct.Struct("iIII")
+
+
+class Inotify:
+    """A minimal non-blocking inotify instance (Linux), read only when the index refreshes."""
+
+    def __init__(self) -> None:
+        if not sys.platform.startswith("linux"):
+            raise OSError(errno.ENOSYS, "inotify is Linux only")
+        self._libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
+        fd = self._libc.inotify_init1(os.O_NONBLOCK | os.O_CLOEXEC)
+        if fd < 0:
+            err = ctypes.get_errno()
+            raise OSError(err, os.strerror(err))
+        self.fd = fd
+        self._closer = weakref.finalize(self, os.close, fd)
+
+    def add(self, path: str) -> int:
+        """Watch the folder ``path``; returns its watch descriptor."""
+        wd = self._libc.inotify_add_watch(self.fd, os.fsencode(path), _WATCH_MASK)
+        if wd < 0:
+            err = ctypes.get_errno()
+            raise OSError(err, os.strerror(err), path)
+        return int(wd)
+
+    def remove(self, wd: int) -> None:
+        """Stop watching ``wd`` (a no-op if the kernel already dropped it)."""
+        self._libc.inotify_rm_watch(self.fd, wd)
+
+    def read(self) -> list[tuple[int, int, str]]:
+        """Every pending event as ``(wd, mask, name)``, without waiting."""
+        events: list[tuple[int, int, str]] = []
+        while True:
+            try:
+                data = os.read(self.fd, 1 << 18)
+            except BlockingIOError:
+                return events
+            offset = 0
+            while offset < len(data):
+                wd, mask, _cookie, size = _EVENT.unpack_from(data, offset)
+                offset += _EVENT.size
+                name = data[offset : offset + size].rstrip(b"\0")
+                offset += size
+                events.append((wd, mask, os.fsdecode(name)))
+
+    def close(self) -> None:
+        """Close the instance; the kernel drops all its watches."""
+        self._closer()
+
+
+# --------------------------------------------------------------------------- the index
+
+
+@dataclass(eq=False)
+class FileEntry:
+    """One project file as the index knows it."""
+
+    rel: str
+    path: str
+    name: str
+    stamp: tuple[int, int, int]
+    #: True for a symlink (to a file inside the root), whose target is re-checked each refresh.
+    link: bool = False
+    #: None until read; then "text", "binary", "large" or "unreadable".
+    kind: str | None = None
+    #: The searchable text (a notebook's view), when kept in memory.
+    text: str | None = None
+    #: ``text.lower()`` of an ASCII text, made on the first case-insensitive search.
+    folded: str | None = None
+    racy: bool = False
+
+    def _cached(self) -> int:
+        return len(self.text or "") + len(self.folded or "")
+
+
+@dataclass(eq=False)
+class _Dir:
+    rel: str
+    path: str
+    rules: IgnoreRules
+    ignore_stamp: tuple[int, int, int] | None = None
+    files: dict[str, FileEntry] = field(default_factory=dict)
+    dirs: dict[str, _Dir] = field(default_factory=dict)
+    wd: int | None = None
+    mtime_ns: int = 0
+    alive: bool = True
+
+
+class ProjectIndex:
+    """The searchable files of one project folder, with their text cached in memory.
+
+    Call :meth:`refresh` before using :meth:`files` or :meth:`searchable`; it brings the index
+    up to date with the disk (events or stats) and reads new or changed files. All methods are
+    thread-safe; searches over the returned lists need no lock.
+    """
+
+    def __init__(
+        self,
+        root: Path | str,
+        *,
+        max_file_bytes: int = 8 * 1024 * 1024,
+        cache_bytes: int = 1024 * 1024 * 1024,
+        use_events: bool = True,
+    ) -> None:
+        self.root = Path(os.path.realpath(root))
+        self.max_file_bytes = max_file_bytes
+        self.cache_bytes = cache_bytes
+        self._use_events = use_events
+        self._lock = threading.RLock()
+        self._inotify: Inotify | None = None
+        self._wds: dict[int, _Dir] = {}
+        self._top: _Dir | None = None
+        self._outer: list[tuple[str, str]] = []
+        self._outer_stamps: list[tuple[int, int, int] | None] = []
+        self._links: set[FileEntry] = set()
+        self._racy: set[FileEntry] = set()
+        self._unloaded: set[FileEntry] = set()
+        self._cached_chars = 0
+        self._sorted: list[FileEntry] | None = None
+        self._texts: list[tuple[FileEntry, str | None]] | None = None
+        self._folded: list[tuple[FileEntry, str, str | None]] | None = None
+        self._uncached = False
+        self._closed = False
+
+    # ----------------------------------------------------------------- public
+
+    @property
+    def watching(self) -> bool:
+        """True while file events keep the index fresh (else each refresh re-stats the tree)."""
+        return self._inotify is not None
+
+    def close(self) -> None:
+        """Stop watching; the index can still be used (it falls back to stat checks)."""
+        with self._lock:
+            self._closed = True
+            self._stop_events()
+
+    def refresh(self) -> None:
+        """Bring the index up to date with the disk and read every new or changed file."""
+        with self._lock:
+            outer_stamps = [_stamp_of(p) for p, _ in self._outer]
+            if self._top is None or outer_stamps != self._outer_stamps:
+                self._build()
+            elif self._inotify is not None:
+                self._apply_events()
+            else:
+                self._poll(self._top)
+            for entry in list(self._links):
+                stamp = _stamp_of(entry.path)
+                if stamp != entry.stamp:
+                    self._invalidate(entry, stamp)
+            for entry in list(self._racy):
+                self._invalidate(entry, _stamp_of(entry.path))
+            for entry in list(self._unloaded):
+                self._load(entry)
+
+    def files(self) -> list[FileEntry]:
+        """Every indexed file (searchable or not), sorted by project path."""
+        with self._lock:
+            if self._sorted is None:
+                self._sorted = sorted(self._iter_files(self._top), key=lambda e: e.rel)
+            return self._sorted
+
+    def searchable(self) -> list[tuple[FileEntry, str]]:
+        """The files whose content is searched, with their text, sorted by project path."""
+        with self._lock:
+            if self._texts is None:
+                texts = [(e, e.text) for e in self.files() if e.kind == "text"]
+                self._uncached = any(text is None for _, text in texts)
+                self._texts = texts
+            texts = self._texts
+        if not self._uncached:
+            return texts  # type: ignore[return-value]
+        found = []
+        for entry, text in texts:
+            if text is None:  # over the cache budget: read from disk each time
+                text = read_searchable(entry.path, entry.name, entry.stamp[1], self.max_file_bytes)[
+                    1
+                ]
+                if text is None:
+                    continue
+            found.append((entry, text))
+        return found
+
+    def folded(self) -> list[tuple[FileEntry, str, str | None]]:
+        """Like :meth:`searchable`, plus the lower-cased text of each ASCII file (else None).
+
+        For ASCII text and an ASCII query, a case-insensitive match is a plain substring test
+        on these copies, made once and kept (within the cache budget).
+        """
+        with self._lock:
+            if self._folded is None:
+                found = []
+                for entry, text in self.searchable():
+                    folded = entry.folded
+                    if folded is None and text.isascii():
+                        folded = text.lower()
+                        if entry.text is not None and (
+                            self._cached_chars + len(folded) <= self.cache_bytes
+                        ):
+                            entry.folded = folded
+                            self._cached_chars += len(folded)
+                    found.append((entry, text, folded))
+                if self._uncached:
+                    return found
+                self._folded = found
+            return self._folded
+
+    def _changed(self) -> None:
+        self._sorted = None
+        self._texts = None
+        self._folded = None
+
+    # ----------------------------------------------------------------- building
+
+    def _build(self) -> None:
+        """(Re)build the whole tree, reusing cached texts whose file did not change."""
+        previous = {e.rel: e for e in self._iter_files(self._top)} if self._top else {}
+        self._stop_events()
+        if self._use_events and not self._closed:
+            try:
+                self._inotify = Inotify()
+            except OSError as e:
+                log.info("search index: no file events (%s); using stat checks", e)
+        self._outer = outer_rule_files(self.root)
+        self._outer_stamps = [_stamp_of(p) for p, _ in self._outer]
+        rules = IgnoreRules()
+        for path, outer in self._outer:
+            rules = rules.with_rule(_read_rule(path, outer=outer))
+        self._links.clear()
+        self._racy.clear()
+        self._unloaded.clear()
+        self._cached_chars = 0
+        self._top = _Dir(rel="", path=str(self.root), rules=rules)
+        self._scan(self._top, previous)
+        self._changed()
+
+    def _stop_events(self) -> None:
+        if self._inotify is not None:
+            self._inotify.close()
+            self._inotify = None
+        self._wds.clear()
+
+    def _watch(self, node: _Dir) -> None:
+        if self._inotify is None:
+            return
+        try:
+            node.wd = self._inotify.add(node.path)
+        except OSError as e:
+            if e.errno in (errno.ENOENT, errno.ENOTDIR):
+                return  # gone already; its parent's event will tell
+            log.warning("search index: cannot watch %s (%s); using stat checks", node.path, e)
+            self._stop_events()
+            return
+        self._wds[node.wd] = node
+
+    def _scan(self, node: _Dir, previous: dict[str, FileEntry] | None = None) -> None:
+        """List ``node`` (watching it first, so no change is missed) and its new sub-folders."""
+        if node.wd is None:
+            self._watch(node)
+        ignore_path = os.path.join(node.path, IGNORE_FILE)
+        ignore_stamp = _stamp_of(ignore_path)
+        rules_changed = ignore_stamp != node.ignore_stamp
+        if rules_changed:
+            node.ignore_stamp = ignore_stamp
+            node.rules = self._rules_for(node)
+            # The new rules may hide or reveal anything below: list the subtree again.
+            for child in list(node.dirs.values()):
+                self._drop_dir(child)
+            node.dirs.clear()
+        try:
+            node.mtime_ns = os.stat(node.path).st_mtime_ns
+            with os.scandir(node.path) as it:
+                listing = list(it)
+        except OSError:
+            listing = []
+        rules = node.rules
+        prefix = node.rel + "/" if node.rel else ""
+        seen_files: set[str] = set()
+        seen_dirs: set[str] = set()
+        for item in listing:
+            name = item.name
+            rel = prefix + name
+            try:
+                if item.is_dir(follow_symlinks=False):
+                    if name in SKIPPED_DIRS or rules.ignored(rel, True):
+                        continue
+                    seen_dirs.add(name)
+                    if name not in node.dirs:
+                        child = _Dir(rel=rel, path=item.path, rules=rules)
+                        node.dirs[name] = child
+                        self._scan(child, previous)
+                    continue
+                if item.is_symlink():
+                    target = os.path.realpath(item.path)
+                    if not _inside(self.root, target) or not os.path.isfile(target):
+                        continue  # links out of the root, dangling links and folder links
+                    link = True
+                    st = os.stat(target)
+                elif item.is_file(follow_symlinks=False):
+                    link = False
+                    st = item.stat(follow_symlinks=False)
+                else:
+                    continue  # sockets, fifos, devices: never opened
+            except OSError:
+                continue
+            if rules.ignored(rel, False):
+                continue
+            seen_files.add(name)
+            stamp = (st.st_mtime_ns, st.st_size, st.st_ino)
+            entry = node.files.get(name)
+            if entry is None:
+                old = previous.get(rel) if previous else None
+                entry = FileEntry(rel=rel, path=item.path, name=name, stamp=stamp, link=link)
+                if old is not None and old.stamp == stamp and old.kind is not None and not old.racy:
+                    entry.kind, entry.text, entry.folded = old.kind, old.text, old.folded
+                    self._cached_chars += entry._cached()
+                else:
+                    self._unloaded.add(entry)
+                node.files[name] = entry
+                if link:
+                    self._links.add(entry)
+                self._changed()
+            elif entry.stamp != stamp or entry.link != link:
+                entry.link = link
+                (self._links.add if link else self._links.discard)(entry)
+                self._invalidate(entry, stamp)
+        for name in [n for n in node.files if n not in seen_files]:
+            self._forget(node.files.pop(name))
+        for name in [n for n in node.dirs if n not in seen_dirs]:
+            self._drop_dir(node.dirs.pop(name))
+
+    def _rules_for(self, node: _Dir) -> IgnoreRules:
+        parent_rules = self._parent_rules(node)
+        own = _read_rule(os.path.join(node.path, IGNORE_FILE), base=node.rel)
+        return parent_rules.with_rule(own)
+
+    def _parent_rules(self, node: _Dir) -> IgnoreRules:
+        if node is self._top or not node.rel:
+            rules = IgnoreRules()
+            for path, outer in self._outer:
+                rules = rules.with_rule(_read_rule(path, outer=outer))
+            return rules
+        parent = self._find_dir(node.rel.rpartition("/")[0])
+        return parent.rules if parent is not None else IgnoreRules()
+
+    def _find_dir(self, rel: str) -> _Dir | None:
+        node = self._top
+        if rel:
+            for part in rel.split("/"):
+                node = node.dirs.get(part) if node is not None else None
+        return node
+
+    def _drop_dir(self, node: _Dir) -> None:
+        node.alive = False
+        if node.wd is not None:
+            self._wds.pop(node.wd, None)
+            if self._inotify is not None:
+                self._inotify.remove(node.wd)
+        for entry in node.files.values():
+            self._forget(entry)
+        for child in node.dirs.values():
+            self._drop_dir(child)
+        self._changed()
+
+    def _forget(self, entry: FileEntry) -> None:
+        self._cached_chars -= entry._cached()
+        entry.text = entry.folded = None
+        self._links.discard(entry)
+        self._racy.discard(entry)
+        self._unloaded.discard(entry)
+        self._changed()
+
+    def _invalidate(self, entry: FileEntry, stamp: tuple[int, int, int] | None) -> None:
+        """Forget the entry's text; it is read again before the next search."""
+        self._cached_chars -= entry._cached()
+        entry.text = entry.folded = None
+        entry.kind = None
+        self._changed()
+        entry.racy = False
+        self._racy.discard(entry)
+        if stamp is not None:
+            entry.stamp = stamp
+        self._unloaded.add(entry)
+
+    # ----------------------------------------------------------------- freshness
+
+    def _apply_events(self) -> None:
+        assert self._inotify is not None
+        try:
+            events = self._inotify.read()
+        except OSError as e:
+            log.warning("search index: reading file events failed (%s); rebuilding", e)
+            self._build()
+            return
+        dirty: dict[int, _Dir] = {}
+        touched: list[tuple[_Dir, str]] = []
+        for wd, mask, name in events:
+            if mask & _IN_Q_OVERFLOW:
+                self._build()
+                return
+            node = self._wds.get(wd)
+            if mask & _IN_IGNORED:
+                self._wds.pop(wd, None)
+                if node is not None:
+                    node.wd = None
+                continue
+            if node is None or not node.alive:
+                continue
+            if mask & (_IN_DELETE_SELF | _IN_MOVE_SELF):
+                if node is self._top:
+                    self._build()
+                    return
+                continue  # the parent folder's own event relists it
+            dirty[id(node)] = node
+            if name:
+                touched.append((node, name))
+        for node, name in touched:
+            if name == IGNORE_FILE:  # rewritten within one timestamp tick: re-read it anyway
+                node.ignore_stamp = (-1, -1, -1)
+            entry = node.files.get(name)
+            if entry is not None:  # content events may keep the timestamp within one tick
+                self._invalidate(entry, None)
+        for node in sorted(dirty.values(), key=lambda n: n.rel.count("/") if n.rel else -1):
+            if node.alive:
+                self._scan(node)
+
+    def _poll(self, node: _Dir) -> None:
+        """Without events: list folders whose mtime changed, re-stat every file."""
+        try:
+            mtime = os.stat(node.path).st_mtime_ns
+        except OSError:
+            mtime = -1
+        if mtime != node.mtime_ns or _stamp_of(os.path.join(node.path, IGNORE_FILE)) != (
+            node.ignore_stamp
+        ):
+            self._scan(node)
+        else:
+            for entry in list(node.files.values()):
+                stamp = _stamp_of(entry.path)
+                if stamp is None:
+                    self._scan(node)
+                    break
+                if stamp != entry.stamp:
+                    self._invalidate(entry, stamp)
+        for child in list(node.dirs.values()):
+            if child.alive:
+                self._poll(child)
+
+    # ----------------------------------------------------------------- reading
+
+    def _load(self, entry: FileEntry) -> None:
+        self._unloaded.discard(entry)
+        started = time.time_ns()
+        entry.kind, text = read_searchable(
+            entry.path, entry.name, entry.stamp[1], self.max_file_bytes
+        )
+        if text is None:
+            return
+        if entry.stamp[0] + _RACY_NS > started:
+            entry.racy = True
+            self._racy.add(entry)
+        if self._cached_chars + len(text) <= self.cache_bytes:
+            entry.text = text
+            self._cached_chars += len(text)
+        self._changed()
+
+    def _iter_files(self, node: _Dir | None) -> Iterable[FileEntry]:
+        if node is None:
+            return
+        stack = [node]
+        while stack:
+            current = stack.pop()
+            yield from current.files.values()
+            stack.extend(current.dirs.values())
+
+
+def _inside(root: Path, target: str) -> bool:
+    root_text = str(root)
+    return target == root_text or target.startswith(root_text.rstrip(os.sep) + os.sep)
+
+
+def read_searchable(path: str, name: str, size: int, max_bytes: int) -> tuple[str, str | None]:
+    """``(kind, text)`` of a file as search sees it; ``text`` is None unless kind is "text".
+
+    kind is "large" over ``max_bytes``, "binary" with a NUL byte in the first block,
+    "unreadable" when it cannot be opened, else "text": the file decoded as UTF-8 (invalid
+    bytes replaced), or for a notebook its percent-format view (the raw text if it is not a
+    valid notebook).
+    """
+    if size > max_bytes:
+        return "large", None
+    try:
+        with open(path, "rb") as f:
+            data = f.read(max_bytes + 1)
+    except OSError:
+        return "unreadable", None
+    if len(data) > max_bytes:
+        return "large", None
+    if looks_binary(data[:_SNIFF]):
+        return "binary", None
+    text = data.decode("utf-8", "replace")
+    if name.lower().endswith(".ipynb"):
+        with contextlib.suppress(ToolError):
+            text = notebook_view(read_notebook(text, name))
+    return "text", text
