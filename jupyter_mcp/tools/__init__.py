@@ -10,6 +10,11 @@ from ..registry import Tool
 TOOL_MODULES = [
     "files",
     "project",
+    "git",
+    "editor",
+    "actions",
+    "search",
+    "terminal",
 ]
 
 

@@ -1,0 +1,335 @@
+"""Git tools (spec 27–36) and the grouped ``branch_action``, on the repository of the project.
+
+The git work lives in :mod:`jupyter_mcp.git_repo`; these declarations open the repository
+(holding its lock), call one operation and tell open editors about files a branch switch,
+pull or merge changed. Every function is plain, so the registry runs it in a worker thread.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from ..context import ToolContext
+from ..documents import notify_written
+from ..errors import ToolError
+from ..git_repo import GitProject, open_repository
+from ..registry import ToolSet
+
+tools = ToolSet()
+
+READ = {"read_only": True, "idempotent": True}
+
+PATH = {
+    "type": "string",
+    "description": "File path relative to the project root (an absolute path inside it works).",
+}
+
+
+def _with_repo(ctx: ToolContext, work: Callable[[GitProject], Any]) -> Any:
+    with open_repository(ctx.root_dir) as repo:
+        result = work(repo)
+    if isinstance(result, dict):
+        for path in result.pop("_changed", []):
+            notify_written(ctx, path)
+    return result
+
+
+@tools.tool(
+    "get_project_vcs_status",
+    "Get the git status of the project: every changed file under the project root with "
+    "pathInProject and type MODIFICATION, ADDITION, DELETION, MOVED (fromPathInProject says "
+    "where from) or UNVERSIONED (untracked; ignored files are left out). Staged and unstaged "
+    "changes are both listed; staged/unstaged say which, conflict marks unmerged files.",
+    title="Git status",
+    **READ,
+)
+def get_project_vcs_status(ctx: ToolContext) -> list[dict[str, Any]]:
+    """The project's changed files."""
+    return _with_repo(ctx, lambda repo: repo.status())
+
+
+@tools.tool(
+    "find_commit_by_message",
+    "Search commit messages in the project's history (HEAD, local and remote branches, tags) "
+    "for text: every word of text must appear, case-insensitively. Returns full commit hashes, "
+    "newest first.",
+    {"text": {"type": "string", "description": "Words to look for in commit messages."}},
+    required=["text"],
+    title="Find commits by message",
+    **READ,
+)
+def find_commit_by_message(ctx: ToolContext, text: str) -> list[str]:
+    """Full hashes of the matching commits."""
+    return _with_repo(ctx, lambda repo: repo.find_commits(text))
+
+
+@tools.tool(
+    "get_file_history",
+    "Get the commits of the current branch that changed a file, newest first, following "
+    "renames. Each entry: hash (full), message, author, authorEmail, date (ISO-8601 UTC) and "
+    "pathInProject (the file's name in that commit).",
+    {
+        "pathInProject": PATH,
+        "maxEntries": {
+            "type": "integer",
+            "minimum": 1,
+            "default": 100,
+            "description": "Maximum number of commits to return (default 100).",
+        },
+    },
+    required=["pathInProject"],
+    title="File history",
+    **READ,
+)
+def get_file_history(
+    ctx: ToolContext, pathInProject: str, maxEntries: int = 100
+) -> list[dict[str, Any]]:
+    """The file's commits."""
+    return _with_repo(ctx, lambda repo: repo.history(pathInProject, maxEntries))
+
+
+@tools.tool(
+    "get_file_diff",
+    "Get a unified diff (git format) of one file. No commits: HEAD against the working tree "
+    "(staged and unstaged changes; an untracked file shows as new). commit1 only: that commit "
+    "against the working tree. commit1 and commit2: between the two commits (commit2 alone "
+    "compares HEAD with it). Commits may be full or short hashes, HEAD~n, branch or tag names. "
+    "A notebook (.ipynb) is diffed as its percent-format source text instead of its raw "
+    "JSON: outputs, execution counts and metadata are left out (if one side is not a valid "
+    "notebook, the raw JSON diff is returned). An empty string means no difference.",
+    {
+        "pathInProject": PATH,
+        "commit1": {"type": "string", "description": "First (older) revision; default HEAD."},
+        "commit2": {
+            "type": "string",
+            "description": "Second revision; default: the working tree.",
+        },
+    },
+    required=["pathInProject"],
+    title="File diff",
+    **READ,
+)
+def get_file_diff(
+    ctx: ToolContext, pathInProject: str, commit1: str | None = None, commit2: str | None = None
+) -> str:
+    """The diff text."""
+    return _with_repo(ctx, lambda repo: repo.diff(pathInProject, commit1, commit2))
+
+
+@tools.tool(
+    "get_branch_info",
+    "Get the current branch and the local branches. current is null when HEAD is detached "
+    "(detached: true, headCommit gives the commit). Also mainBranch (main, or master when there "
+    "is no main), remoteBranches, and headCommit null when the repository has no commits yet.",
+    title="Branch info",
+    **READ,
+)
+def get_branch_info(ctx: ToolContext) -> dict[str, Any]:
+    """Current and available branches."""
+    return _with_repo(ctx, lambda repo: repo.branch_info())
+
+
+@tools.tool(
+    "get_commit_details",
+    "Get one commit: hash, shortHash, message, author, authorEmail, committer, date (ISO-8601 "
+    "UTC), parents, files changed (paths relative to the project root; ../ when outside it) and "
+    "changes with their types. commitHash may be a full or short hash, HEAD~n or a branch name.",
+    {"commitHash": {"type": "string", "description": "The commit (hash, short hash, HEAD~1 …)."}},
+    required=["commitHash"],
+    title="Commit details",
+    **READ,
+)
+def get_commit_details(ctx: ToolContext, commitHash: str) -> dict[str, Any]:
+    """The commit's metadata and changed files."""
+    return _with_repo(ctx, lambda repo: repo.commit_details(commitHash))
+
+
+@tools.tool(
+    "commit_changes",
+    "Commit with a message. With files: exactly those files (or folders) are added as they are "
+    "in the working tree (new, changed or deleted) and committed; anything else already staged "
+    "stays staged and is not included. Without files: commits what is staged. Refused when "
+    "there is nothing to commit. Git hooks run as usual.",
+    {
+        "message": {"type": "string", "description": "The commit message."},
+        "files": {
+            "type": "array",
+            "items": {"type": "string"},
+            "description": "Paths relative to the project root to add and commit.",
+        },
+    },
+    required=["message"],
+    title="Commit changes",
+)
+def commit_changes(
+    ctx: ToolContext, message: str, files: list[str] | None = None
+) -> dict[str, Any]:
+    """``{"success": true, "commitHash": ..., "branch": ..., "files": [...]}``."""
+    return _with_repo(ctx, lambda repo: repo.commit(message, files))
+
+
+@tools.tool(
+    "pull_changes",
+    "Pull from a remote into the current branch: fast-forward, or a merge when the branches "
+    "diverged (a rebase when the repository sets pull.rebase). Refused with git's reason when "
+    "local changes would be overwritten; a pull that would conflict is aborted and leaves the "
+    "branch as it was. Credentials are never prompted for: a remote that needs them fails with "
+    "a clear error (configure a credential helper or SSH key).",
+    {
+        "remote": {"type": "string", "default": "origin", "description": "Remote name."},
+        "branch": {
+            "type": "string",
+            "description": "Remote branch; default: the upstream, else the current branch's name.",
+        },
+    },
+    title="Pull changes",
+    open_world=True,
+)
+def pull_changes(ctx: ToolContext, remote: str = "origin", branch: str | None = None) -> Any:
+    """``{"success": true, "message": ..., "commitHash": ...}``."""
+    return _with_repo(ctx, lambda repo: repo.pull(remote, branch))
+
+
+@tools.tool(
+    "switch_branch",
+    "Switch the working tree to an existing branch (a branch that exists only on one remote is "
+    "created tracking it). Refused with git's reason when local changes would be overwritten.",
+    {"branch": {"type": "string", "description": "The branch to switch to."}},
+    required=["branch"],
+    title="Switch branch",
+)
+def switch_branch(ctx: ToolContext, branch: str) -> dict[str, Any]:
+    """``{"success": true, "branch": ..., "previousBranch": ...}``."""
+    return _with_repo(ctx, lambda repo: repo.switch(branch))
+
+
+@tools.tool(
+    "create_branch",
+    "Create a branch at the current commit; with checkout true, also switch to it.",
+    {
+        "branch": {"type": "string", "description": "The new branch's name."},
+        "checkout": {
+            "type": "boolean",
+            "default": False,
+            "description": "Switch to the new branch after creating it.",
+        },
+    },
+    required=["branch"],
+    title="Create branch",
+)
+def create_branch(ctx: ToolContext, branch: str, checkout: bool = False) -> dict[str, Any]:
+    """``{"success": true, "branch": ..., "checkedOut": ...}``."""
+    return _with_repo(ctx, lambda repo: repo.create_branch(branch, checkout=checkout))
+
+
+# ------------------------------------------------------------------------ branch_action
+
+#: Child fields of each action: name → (type, required, minLength, maxLength).
+ACTION_FIELDS: dict[str, dict[str, tuple[type, bool, int | None, int | None]]] = {
+    "list": {},
+    "create": {
+        "branchName": (str, True, 1, 80),
+        "sourceBranch": (str, False, 1, None),
+        "switchToBranch": (bool, False, None, None),
+    },
+    "switch": {"branchId": (str, True, 1, None)},
+    "merge": {
+        "sourceBranch": (str, False, 1, None),
+        "targetBranch": (str, False, 1, None),
+        "switchToTarget": (bool, False, None, None),
+    },
+    "mergeToMain": {},
+}
+
+MERGE_ACTIONS = ("merge", "mergeToMain")
+
+
+def validate_branch_action(arguments: dict[str, Any]) -> dict[str, Any]:
+    """The child fields of the chosen action, or a ToolError naming the bad field."""
+    action = arguments.get("action")
+    if action not in ACTION_FIELDS:
+        options = ", ".join(ACTION_FIELDS)
+        raise ToolError(f"action must be one of {options}")
+    allowed = ACTION_FIELDS[action]
+    fields = {k: v for k, v in arguments.items() if k != "action"}
+    unknown = sorted(set(fields) - set(allowed))
+    if unknown:
+        takes = ", ".join(allowed) if allowed else "no fields"
+        raise ToolError(
+            f"Unknown field {', '.join(unknown)} for action={action} (it takes {takes})"
+        )
+    for name, (kind, required, min_length, max_length) in allowed.items():
+        if name not in fields:
+            if required:
+                raise ToolError(f"{name} is required for action={action}")
+            continue
+        value = fields[name]
+        if kind is bool and not isinstance(value, bool):
+            raise ToolError(f"{name} must be a boolean for action={action}")
+        if kind is str:
+            if not isinstance(value, str):
+                raise ToolError(f"{name} must be a string for action={action}")
+            if min_length is not None and len(value) < min_length:
+                raise ToolError(f"{name} must not be empty for action={action}")
+            if max_length is not None and len(value) > max_length:
+                raise ToolError(
+                    f"{name} must be at most {max_length} characters for action={action}"
+                )
+    return fields
+
+
+def _merge_needs_approval(arguments: dict[str, Any]) -> bool:
+    # Validated before the approval dialog, so the user is never asked about a call that
+    # would be refused anyway.
+    validate_branch_action(arguments)
+    return arguments.get("action") in MERGE_ACTIONS
+
+
+@tools.tool(
+    "branch_action",
+    "Project branches. action list shows branches and the current branch. action create makes "
+    "a branch (branchName, 1-80 characters; optional sourceBranch; switchToBranch, default "
+    "true). action switch checks out a branch (branchId). action merge merges sourceBranch "
+    "(default: the current branch) into targetBranch (default: main, or master when there is "
+    "no main); switchToTarget (default false) then checks the target out. action mergeToMain "
+    "merges the current feature branch into main (refused on main). Merges require the user's "
+    "approval in JupyterLab, and are refused with nothing changed when they would conflict or "
+    "overwrite local changes. Fields of other actions are refused.",
+    {
+        "action": {
+            "type": "string",
+            "enum": ["list", "create", "switch", "merge", "mergeToMain"],
+            "description": "action for branch_action",
+        }
+    },
+    required=["action"],
+    title="Branch actions",
+    destructive=True,
+    additional_properties=True,
+    needs_approval=_merge_needs_approval,
+)
+def branch_action(ctx: ToolContext, action: str, **fields: Any) -> Any:
+    """Dispatch one branch action."""
+    fields = validate_branch_action({"action": action, **fields})
+
+    def work(repo: GitProject) -> Any:
+        if action == "list":
+            return repo.branch_info()
+        if action == "create":
+            return repo.create_branch(
+                fields["branchName"],
+                source=fields.get("sourceBranch"),
+                checkout=fields.get("switchToBranch", True),
+            )
+        if action == "switch":
+            return repo.switch(fields["branchId"])
+        if action == "merge":
+            return repo.merge(
+                fields.get("sourceBranch"),
+                fields.get("targetBranch"),
+                switch_to_target=fields.get("switchToTarget", False),
+            )
+        return repo.merge_to_main()
+
+    return _with_repo(ctx, work)
