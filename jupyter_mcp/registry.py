@@ -376,7 +376,14 @@ class Registry:
         tool.validate(arguments)
         if tool.approval_needed(arguments):
             await ctx.request_approval(tool, arguments)
-        value = await run_tool(tool, ctx, arguments)
+        try:
+            value = await run_tool(tool, ctx, arguments)
+        except (ToolError, asyncio.CancelledError):
+            raise
+        except Exception as e:
+            # A bug, not bad input: the agent gets a message, the log the traceback.
+            ctx.log.exception("jupyter_mcp: tool %s raised", name)
+            raise ToolError(f"{name} failed unexpectedly: {type(e).__name__}: {e}") from e
         text = result_text(value)
         if window is None and always_window:
             window = (0, ctx.settings.result_window)

@@ -146,3 +146,14 @@ def test_tool_names_are_unique():
     registry, _ = make_registry()
     with pytest.raises(ValueError):
         registry.add(registry.all()[0])
+
+
+def test_unexpected_exceptions_become_tool_errors(ctx):
+    tools = ToolSet()
+
+    @tools.tool("broken", "Always raises.")
+    def broken(ctx: ToolContext) -> str:
+        raise KeyError("boom")
+
+    with pytest.raises(ToolError, match="broken failed unexpectedly: KeyError"):
+        run(Registry(tools).call("broken", {}, ctx))
