@@ -8,7 +8,8 @@ from jupyter_server.extension.application import ExtensionApp
 from traitlets import Bool, Float, Int, List, Unicode, observe
 
 from . import __version__
-from .context import Settings, ToolContext
+from .context import ACTION_APPROVAL_PATTERNS, Settings, ToolContext
+from .editor import EditorBridge
 from .registry import Registry
 from .tools import builtin_tools
 
@@ -73,6 +74,18 @@ class JupyterMCP(ExtensionApp):
         help="Seconds to wait for the user to approve a call in JupyterLab before it fails.",
     )
 
+    action_approval_patterns = List(
+        Unicode(),
+        default_value=list(ACTION_APPROVAL_PATTERNS),
+        config=True,
+        help=(
+            "Glob patterns (case-insensitive) of JupyterLab command ids that execute_action_by_id "
+            "runs only after the user approves them in JupyterLab. The default covers commands "
+            "that delete, rename or move files, run code, drive kernels or the debugger, open "
+            "terminals, log out or change extensions; ['*'] asks for every command."
+        ),
+    )
+
     registry: Registry
     tool_context: ToolContext
 
@@ -87,6 +100,7 @@ class JupyterMCP(ExtensionApp):
             max_result_bytes=self.max_result_bytes,
             max_file_bytes=self.max_file_bytes,
             approval_timeout=self.approval_timeout,
+            action_approval_patterns=tuple(self.action_approval_patterns),
         )
 
     @observe(
@@ -98,6 +112,7 @@ class JupyterMCP(ExtensionApp):
         "max_result_bytes",
         "max_file_bytes",
         "approval_timeout",
+        "action_approval_patterns",
     )
     def _policy_changed(self, change: dict[str, Any]) -> None:
         if hasattr(self, "tool_context"):
@@ -113,6 +128,7 @@ class JupyterMCP(ExtensionApp):
             serverapp=self.serverapp,
         )
         self.registry = Registry(builtin_tools())
+        EditorBridge(self.tool_context).install(self.registry)
         self.log.info(
             "jupyter_mcp %s: %d tools for %s", __version__, len(self.registry.all()), root_dir
         )

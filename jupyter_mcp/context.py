@@ -25,6 +25,33 @@ progress_reporter: contextvars.ContextVar[Callable[[float, float | None, str | N
 progress_reporter = contextvars.ContextVar("jupyter_mcp_progress", default=None)
 
 
+#: Case-insensitive glob patterns of JupyterLab command ids that act on the server: they
+#: delete, rename or move files, run code or drive the debugger, restart, interrupt or shut down
+#: kernels, open terminals, log out, or change extensions and git state. ``execute_action_by_id``
+#: asks the user's approval in JupyterLab before running such a command.
+ACTION_APPROVAL_PATTERNS: tuple[str, ...] = (
+    "*delete*",
+    "*rename*",
+    "*:cut",
+    "*:paste",
+    "*duplicate*",
+    "*:run*",
+    "*execute*",
+    "*restart*",
+    "*interrupt*",
+    "*shutdown*",
+    "*shut-down*",
+    "*change-kernel*",
+    "*reconnect-to-kernel*",
+    "debugger:*",
+    "terminal:*",
+    "filemenu:logout",
+    "extensionmanager:*",
+    "pluginmanager:*",
+    "git:*",
+)
+
+
 @dataclass
 class Settings:
     """The policies and limits that tools and surfaces obey (traits of ``JupyterMCP``)."""
@@ -37,6 +64,7 @@ class Settings:
     max_result_bytes: int = 16 * 1024 * 1024
     max_file_bytes: int = 16 * 1024 * 1024
     approval_timeout: float = 120.0
+    action_approval_patterns: tuple[str, ...] = ACTION_APPROVAL_PATTERNS
     plugin_timeout: float = 5.0
 
 

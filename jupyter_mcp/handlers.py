@@ -206,9 +206,13 @@ def parse_arguments(body: bytes, limit: int) -> Any:
     return data
 
 
-def default_handlers() -> list[tuple[str, type[MCPBaseHandler]]]:
+def default_handlers() -> list[tuple[str, type[Any]]]:
     """Routes of the seed and proxy REST surfaces (the extension app adds ``base_url``)."""
+    from .bridge_ws import EditorBridgeHandler
+
     return [
+        # Before the tool route, which would otherwise take "bridge" for a tool name.
+        (r"/mcp/bridge", EditorBridgeHandler),
         (r"/mcp/initialize", InitializeHandler),
         (r"/mcp/status", StatusHandler),
         (r"/mcp/list_tools", ListToolsHandler),

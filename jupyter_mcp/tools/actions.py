@@ -1,0 +1,86 @@
+"""Action tools (spec 39–40): JupyterLab's command registry, through the browser bridge.
+
+``list_available_actions`` lists the commands a user could run now in the active JupyterLab
+window (enabled, visible, with a label). ``execute_action_by_id`` runs one without waiting for
+it to finish. Commands that act on the server (see
+:data:`~jupyter_mcp.context.ACTION_APPROVAL_PATTERNS`, configurable as
+``c.JupyterMCP.action_approval_patterns``) run only after the user approves them in JupyterLab.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from typing import Any
+
+from ..context import ToolContext
+from ..errors import ToolError
+from ..registry import ToolSet
+from .editor import NO_WINDOW, _bridge
+
+tools = ToolSet()
+
+
+def action_needs_approval(action_id: str, patterns: tuple[str, ...] | list[str]) -> bool:
+    """True when ``action_id`` matches one of the glob ``patterns`` (case-insensitive)."""
+    lowered = action_id.lower()
+    return any(fnmatch.fnmatchcase(lowered, p.lower()) for p in patterns)
+
+
+def _connected(ctx: ToolContext) -> Any:
+    bridge = _bridge(ctx)
+    if bridge is None or bridge.current() is None:
+        raise ToolError(NO_WINDOW.replace("there is no active editor", "there are no actions"))
+    return bridge
+
+
+@tools.tool(
+    "list_available_actions",
+    "List the JupyterLab commands (actions) that can run now in the active JupyterLab window, "
+    "as a JSON array of {id, text}: enabled, visible commands that have a label.",
+    read_only=True,
+    title="List actions",
+)
+async def list_available_actions(ctx: ToolContext) -> list[dict[str, str]]:
+    """The window's runnable commands, sorted by id."""
+    bridge = _connected(ctx)
+    commands = await bridge.request("listCommands")
+    if not isinstance(commands, list):
+        raise ToolError("The JupyterLab window sent a malformed command list")
+    found = {
+        c["id"]: c["text"]
+        for c in commands
+        if isinstance(c, dict) and isinstance(c.get("id"), str) and isinstance(c.get("text"), str)
+    }
+    return [{"id": key, "text": found[key]} for key in sorted(found)]
+
+
+@tools.tool(
+    "execute_action_by_id",
+    "Execute a JupyterLab command (action) by its id, as listed by list_available_actions, in "
+    "the active JupyterLab window. Does not wait for the command to finish. Commands that act on "
+    "the server (delete or rename files, run code, restart or shut down kernels, terminals …) "
+    'first ask the user\'s approval in JupyterLab. Returns "ok" or "action not found".',
+    {
+        "actionId": {
+            "type": "string",
+            "minLength": 1,
+            "description": "The command id, for example docmanager:save.",
+        }
+    },
+    required=["actionId"],
+    destructive=True,
+    open_world=False,
+    title="Execute action",
+)
+async def execute_action_by_id(ctx: ToolContext, actionId: str) -> str:
+    """Run the command in the window; "action not found" for an unknown id."""
+    bridge = _connected(ctx)
+    if action_needs_approval(actionId, ctx.settings.action_approval_patterns):
+        if not await bridge.request("hasCommand", {"id": actionId}):
+            return "action not found"
+        tool = next(t for t in tools if t.name == "execute_action_by_id")
+        await ctx.request_approval(tool, {"actionId": actionId})
+    result = await bridge.request("executeCommand", {"id": actionId})
+    if result == "not found":
+        return "action not found"
+    return "ok"

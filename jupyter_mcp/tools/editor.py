@@ -1,0 +1,152 @@
+"""Editor tools (spec 1–5): the document focused last in JupyterLab is the active editor.
+
+Reads include unsaved edits, and a notebook reads as its percent-format view. Edits go through
+the live document model in the browser, so they show at once, are undoable with Ctrl+Z and are
+saved by the user's own save. With no JupyterLab window connected, reads answer ``""`` as the
+specification says and edits fail with a clear error.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from ..context import ToolContext
+from ..editor import EditorBridge, NoWindowError
+from ..errors import ToolError
+from ..notebook_text import apply_view
+from ..registry import ToolSet
+
+tools = ToolSet()
+
+NO_WINDOW = (
+    "No JupyterLab window is connected, so there is no active editor; open JupyterLab in a "
+    "browser (or use the file tools such as rewrite_file_content)"
+)
+NO_DOCUMENT = (
+    "No file is open in the JupyterLab editor; open one first (open_file_in_editor) or use the "
+    "file tools such as rewrite_file_content"
+)
+
+
+def _bridge(ctx: ToolContext) -> EditorBridge | None:
+    bridge = ctx.services.get("editor")
+    return bridge if isinstance(bridge, EditorBridge) else None
+
+
+def _connected(ctx: ToolContext) -> EditorBridge:
+    bridge = _bridge(ctx)
+    if bridge is None or bridge.current() is None:
+        raise ToolError(NO_WINDOW)
+    return bridge
+
+
+@tools.tool(
+    "get_open_in_editor_file_text",
+    "Get the complete text of the file open in the JupyterLab editor (the notebook or file "
+    "focused last), including unsaved edits. A notebook reads as its percent-format script "
+    "(# %% cells). Returns an empty string when no file is open.",
+    read_only=True,
+    title="Read active editor",
+)
+async def get_open_in_editor_file_text(ctx: ToolContext) -> str:
+    """The active document's text, or ``""``."""
+    bridge = _bridge(ctx)
+    if bridge is None:
+        return ""
+    try:
+        active = await bridge.read_active()
+    except NoWindowError:
+        return ""
+    return active["text"] if active else ""
+
+
+@tools.tool(
+    "get_open_in_editor_file_path",
+    "Get the absolute path of the file open in the JupyterLab editor (the notebook or file "
+    "focused last). Returns an empty string when no file is open.",
+    read_only=True,
+    title="Active editor path",
+)
+async def get_open_in_editor_file_path(ctx: ToolContext) -> str:
+    """The active document's absolute path, or ``""``."""
+    bridge = _bridge(ctx)
+    return bridge.state()["activeFile"] if bridge is not None else ""
+
+
+@tools.tool(
+    "replace_selected_text",
+    "Replace the text selected in the JupyterLab editor (in a notebook: the selection in the "
+    "active cell) with new text; with nothing selected the text is inserted at the cursor. "
+    "The change is undoable with Ctrl+Z and is not saved until the user saves.",
+    {"text": {"type": "string", "description": "The text that replaces the selection."}},
+    required=["text"],
+    title="Replace selection",
+)
+async def replace_selected_text(ctx: ToolContext, text: str) -> str:
+    """Replace the selection through the editor's model."""
+    bridge = _connected(ctx)
+    result = await bridge.request("replaceSelection", {"text": text})
+    if result is None:
+        raise ToolError(NO_DOCUMENT)
+    return "ok"
+
+
+@tools.tool(
+    "replace_current_file_text",
+    "Replace the entire text of the file open in the JupyterLab editor. For a notebook give "
+    "its percent-format script: cells whose text is unchanged keep their outputs. The change "
+    "is undoable with Ctrl+Z and is not saved until the user saves.",
+    {"text": {"type": "string", "description": "The new content of the document."}},
+    required=["text"],
+    idempotent=True,
+    title="Replace editor text",
+)
+async def replace_current_file_text(ctx: ToolContext, text: str) -> str:
+    """Replace the active document's text through its model (notebooks cell by cell)."""
+    bridge = _connected(ctx)
+    active = await bridge.read_active()
+    if active is None:
+        raise ToolError(NO_DOCUMENT)
+    if active["type"] == "notebook":
+        updated = await asyncio.to_thread(apply_view, active["notebook"], text)
+        if updated is None:
+            return "ok"
+        cells = [_cell_message(cell) for cell in updated.cells]
+        params: dict[str, Any] = {"path": active["path"], "cells": cells}
+    else:
+        params = {"path": active["path"], "text": text}
+    result = await bridge.request("replaceDocument", params)
+    if result is None:
+        raise ToolError(NO_DOCUMENT)
+    return "ok"
+
+
+def _cell_message(cell: Any) -> dict[str, Any]:
+    return {"id": cell.get("id"), "cell_type": cell.cell_type, "source": cell.source}
+
+
+@tools.tool(
+    "open_file_in_editor",
+    "Open a project file in JupyterLab (notebooks in the notebook editor, other files in the "
+    "file editor) and make it the active editor.",
+    {
+        "pathInProject": {
+            "type": "string",
+            "description": "Path relative to the project root (an absolute path inside it works).",
+        }
+    },
+    required=["pathInProject"],
+    read_only=True,
+    title="Open file",
+)
+async def open_file_in_editor(ctx: ToolContext, pathInProject: str) -> str:
+    """Open the file through JupyterLab's document manager."""
+    path = await asyncio.to_thread(ctx.resolve, pathInProject)
+    if not path.exists():
+        raise ToolError(f"File not found: {pathInProject}")
+    if path.is_dir():
+        raise ToolError(f"{pathInProject} is a directory, not a file")
+    bridge = _connected(ctx)
+    await bridge.request("openFile", {"path": ctx.relative(path)})
+    return "file is opened"
