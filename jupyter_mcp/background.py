@@ -1,0 +1,256 @@
+"""Background shell commands: a subprocess in its own process group, with bounded output.
+
+The command runs under ``/bin/sh`` (``cmd.exe`` on Windows) in a new session, so that a timeout,
+a cancelled call or the server stopping can end the command *and everything it started* by
+signalling the group. stdout and stderr are read incrementally and only the first
+:data:`OUTPUT_CAP_BYTES` of each are kept, so a noisy command cannot exhaust the server's memory.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import os
+import signal
+import sys
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+#: Bytes of stdout and of stderr kept per command; the rest is read and discarded.
+OUTPUT_CAP_BYTES = 1024 * 1024
+#: Timeout when the caller gives none, and the largest one accepted (milliseconds).
+DEFAULT_TIMEOUT_MS = 120_000
+MAX_TIMEOUT_MS = 600_000
+#: After the command's shell exits, how long its output may still take to drain (seconds).
+DRAIN_GRACE = 1.0
+#: After SIGTERM, how long the group has before SIGKILL (seconds).
+KILL_GRACE = 2.0
+
+
+def iso(timestamp: float) -> str:
+    """An epoch timestamp as ISO 8601 UTC with milliseconds."""
+    return (
+        datetime.fromtimestamp(timestamp, tz=timezone.utc)
+        .isoformat(timespec="milliseconds")
+        .replace("+00:00", "Z")
+    )
+
+
+@dataclass
+class Activity:
+    """Something running that ``get_progress_indicators`` reports."""
+
+    id: int
+    title: str
+    kind: str
+    started: float = field(default_factory=time.time)
+
+    def as_indicator(self) -> dict[str, Any]:
+        """The progress-indicator form: title, kind, start time (ISO) and elapsed time."""
+        return {
+            "id": str(self.id),
+            "title": self.title,
+            "kind": self.kind,
+            "startTime": iso(self.started),
+            "elapsedMs": max(0, round((time.time() - self.started) * 1000)),
+        }
+
+
+class BackgroundCommands:
+    """The background commands running now, and their process groups for shutdown."""
+
+    def __init__(self) -> None:
+        self._ids = itertools.count(1)
+        self.running: dict[int, Activity] = {}
+        self._groups: dict[int, int] = {}
+
+    def begin(self, command: str) -> Activity:
+        """Register a command that is starting."""
+        shown = command if len(command) <= 120 else command[:117] + "..."
+        activity = Activity(next(self._ids), f"Background command: {shown}", "backgroundCommand")
+        self.running[activity.id] = activity
+        return activity
+
+    def attach(self, activity: Activity, pgid: int) -> None:
+        """Remember the process group of a started command."""
+        self._groups[activity.id] = pgid
+
+    def end(self, activity: Activity) -> None:
+        """Forget a command that finished."""
+        self.running.pop(activity.id, None)
+        self._groups.pop(activity.id, None)
+
+    def indicators(self) -> list[dict[str, Any]]:
+        """Progress indicators of the running commands, oldest first."""
+        return [a.as_indicator() for a in sorted(self.running.values(), key=lambda a: a.started)]
+
+    async def shutdown(self) -> None:
+        """Stop every running command's process group (the server is stopping)."""
+        groups = list(self._groups.values())
+        await asyncio.gather(*(kill_group(pgid) for pgid in groups))
+
+
+def group_alive(pgid: int) -> bool:
+    """True while a live (non-zombie) process belongs to process group ``pgid``."""
+    proc = Path("/proc")
+    if proc.is_dir():
+        for entry in proc.iterdir():
+            if not entry.name.isdigit():
+                continue
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            # Fields after the parenthesised command: state, ppid, pgrp, …
+            fields = stat[stat.rfind(")") + 2 :].split()
+            if len(fields) >= 3 and fields[2] == str(pgid) and fields[0] != "Z":
+                return True
+        return False
+    try:
+        os.killpg(pgid, 0)
+    except (ProcessLookupError, PermissionError):
+        return False
+    return True
+
+
+async def kill_group(pgid: int) -> None:
+    """SIGTERM the process group, then SIGKILL whatever is left after :data:`KILL_GRACE`."""
+    if sys.platform == "win32":  # pragma: no cover - no process groups to signal
+        return
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signal.SIGTERM)
+        os.killpg(pgid, signal.SIGCONT)  # a stopped process must run to see SIGTERM
+    deadline = time.monotonic() + KILL_GRACE
+    while time.monotonic() < deadline:
+        if not await asyncio.to_thread(group_alive, pgid):
+            return
+        await asyncio.sleep(0.05)
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signal.SIGKILL)
+
+
+class _Capture:
+    """The first ``cap`` bytes of a stream; the rest is counted and dropped."""
+
+    def __init__(self, cap: int) -> None:
+        self.cap = cap
+        self.data = bytearray()
+        self.total = 0
+
+    async def pump(self, stream: asyncio.StreamReader) -> None:
+        while True:
+            chunk = await stream.read(65536)
+            if not chunk:
+                return
+            self.total += len(chunk)
+            room = self.cap - len(self.data)
+            if room > 0:
+                self.data += chunk[:room]
+
+    @property
+    def truncated(self) -> bool:
+        return self.total > len(self.data)
+
+    def text(self) -> str:
+        return self.data.decode("utf-8", errors="replace").rstrip("\n")
+
+
+async def run_shell(
+    command: str,
+    *,
+    cwd: Path,
+    env: dict[str, str] | None = None,
+    timeout_ms: float = DEFAULT_TIMEOUT_MS,
+    cap: int = OUTPUT_CAP_BYTES,
+    tracker: BackgroundCommands | None = None,
+) -> dict[str, Any]:
+    """Run ``command`` in a shell and return ``{stdout, stderr, exitCode, timedOut, truncated}``.
+
+    On timeout, and when the awaiting task is cancelled, the command's whole process group is
+    terminated (SIGTERM, then SIGKILL). Processes the command leaves running in its group once
+    its shell has exited are stopped too, so nothing outlives the call. ``exitCode`` is null
+    when the command timed out; a negative code means a signal ended it.
+    """
+    full_env = dict(os.environ)
+    if env:
+        full_env.update(env)
+    activity = tracker.begin(command) if tracker else None
+    started = time.monotonic()
+    try:
+        proc = await asyncio.create_subprocess_shell(
+            command,
+            cwd=str(cwd),
+            env=full_env,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            start_new_session=True,
+        )
+    except BaseException:
+        if tracker and activity:
+            tracker.end(activity)
+        raise
+    if tracker and activity:
+        tracker.attach(activity, proc.pid)
+    out, err = _Capture(cap), _Capture(cap)
+    assert proc.stdout is not None and proc.stderr is not None
+    pumps = asyncio.gather(out.pump(proc.stdout), err.pump(proc.stderr))
+    timed_out = False
+    try:
+        try:
+            await asyncio.wait_for(_exited(proc), timeout_ms / 1000)
+        except asyncio.TimeoutError:
+            timed_out = True
+        else:
+            # The shell exited; give its output (and children holding the pipes) a moment.
+            remaining = timeout_ms / 1000 - (time.monotonic() - started)
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(asyncio.shield(pumps), max(0.0, min(DRAIN_GRACE, remaining)))
+    finally:
+        # Runs on success, timeout and cancellation alike: nothing of the group survives.
+        await asyncio.shield(_finish(proc, pumps))
+        if tracker and activity:
+            tracker.end(activity)
+    result: dict[str, Any] = {
+        "stdout": out.text(),
+        "stderr": err.text(),
+        "exitCode": None if timed_out else proc.returncode,
+        "timedOut": timed_out,
+        "truncated": out.truncated or err.truncated,
+    }
+    if timed_out:
+        result["message"] = (
+            f"Command timed out after {timeout_ms:g} ms; its process group was killed"
+        )
+    if result["truncated"]:
+        result["outputCapBytes"] = cap
+        result["stdoutBytes"] = out.total
+        result["stderrBytes"] = err.total
+    return result
+
+
+async def _exited(proc: asyncio.subprocess.Process) -> int:
+    # Not proc.wait(): it also waits for the pipes to close, which a leftover child that holds
+    # them delays indefinitely.
+    while proc.returncode is None:
+        await asyncio.sleep(0.02)
+    return proc.returncode
+
+
+async def _finish(proc: asyncio.subprocess.Process, pumps: asyncio.Future[Any]) -> None:
+    if sys.platform != "win32" and (
+        proc.returncode is None or await asyncio.to_thread(group_alive, proc.pid)
+    ):
+        await kill_group(proc.pid)
+    with contextlib.suppress(ProcessLookupError):
+        if proc.returncode is None:
+            proc.kill()
+    await _exited(proc)
+    try:
+        await asyncio.wait_for(pumps, 5)
+    except (asyncio.TimeoutError, asyncio.CancelledError):
+        pumps.cancel()

@@ -1,0 +1,365 @@
+"""Terminal tools (spec 22–26): the visible project terminal, background commands, waiting.
+
+``execute_terminal_command`` types into the Jupyter terminal named ``mcp`` (JupyterLab lists it
+under Terminals), ``read_terminal_output`` reads back what that terminal printed, and
+``run_command_on_background`` runs an invisible subprocess with a timeout and capped output.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import platform
+import shlex
+from typing import Any
+
+from ..background import (
+    DEFAULT_TIMEOUT_MS,
+    MAX_TIMEOUT_MS,
+    OUTPUT_CAP_BYTES,
+    BackgroundCommands,
+    run_shell,
+)
+from ..context import ToolContext
+from ..errors import ToolError
+from ..project_terminal import TERMINAL_NAME, ProjectTerminal
+from ..registry import ToolSet
+
+tools = ToolSet()
+
+#: Longest wait the ``wait`` tool and the terminal waits accept (milliseconds).
+MAX_WAIT_MS = 300_000
+
+
+def project_terminal(ctx: ToolContext) -> ProjectTerminal:
+    """The server's project terminal service, created on first use."""
+    term = ctx.services.get("project_terminal")
+    if term is None:
+        term = ctx.services["project_terminal"] = ProjectTerminal(ctx.serverapp, ctx.root_dir)
+    return term
+
+
+def background_commands(ctx: ToolContext) -> BackgroundCommands:
+    """The registry of running background commands, created on first use."""
+    tracker = ctx.services.get("background_commands")
+    if tracker is None:
+        tracker = ctx.services["background_commands"] = BackgroundCommands()
+    return tracker
+
+
+def os_type() -> str:
+    """``Linux``, ``macOS`` or ``Windows`` (other systems by their own name)."""
+    system = platform.system()
+    return {"Darwin": "macOS"}.get(system, system or "Unknown")
+
+
+def os_version() -> str:
+    """A readable description of the operating system and its version."""
+    system = platform.system()
+    if system == "Linux":
+        pretty = None
+        try:
+            info = platform.freedesktop_os_release()
+            pretty = info.get("PRETTY_NAME") or info.get("NAME")
+        except (OSError, AttributeError):
+            pass
+        kernel = f"Linux {platform.release()}"
+        return f"{pretty} ({kernel})" if pretty else kernel
+    if system == "Darwin":
+        return f"macOS {platform.mac_ver()[0]}".strip()
+    if system == "Windows":
+        return f"Microsoft Windows [Version {platform.version()}]"
+    return f"{system} {platform.release()}".strip()
+
+
+def _ms(value: float, field: str, maximum: int) -> float:
+    if value > maximum:
+        raise ToolError(f"{field} must be at most {maximum} milliseconds, got {value:g}")
+    return value
+
+
+async def _run_visibly(ctx: ToolContext, command: str, wait_ms: float | None) -> dict[str, Any]:
+    term = project_terminal(ctx)
+    await term.send(command)
+    result: dict[str, Any] = {"status": "executed"}
+    if wait_ms is not None:
+        finished = await term.wait_idle(wait_ms / 1000)
+        answer = term.read()
+        result.update(
+            output=answer["output"],
+            running=not finished or answer["running"],
+            nextOffset=answer["nextOffset"],
+            truncated=answer["truncated"],
+        )
+    return result
+
+
+WAIT_FOR_OUTPUT = {
+    "type": "boolean",
+    "default": False,
+    "description": (
+        "Beyond the specification: wait for the command to finish (at most `timeout` ms) and "
+        "return its output as well. Without it the call returns as soon as the command is typed."
+    ),
+}
+OUTPUT_TIMEOUT = {
+    "type": "number",
+    "minimum": 0,
+    "default": 30000,
+    "description": f"With waitForOutput, how long to wait in milliseconds (max {MAX_WAIT_MS}).",
+}
+
+
+@tools.tool(
+    "execute_terminal_command",
+    f"Execute a shell command in the project's integrated terminal (the Jupyter terminal "
+    f"'{TERMINAL_NAME}', visible in JupyterLab under Terminals). Returns once the command is "
+    "typed; read what it printed with read_terminal_output, or pass waitForOutput.",
+    {
+        "command": {"type": "string", "description": "The shell command to execute."},
+        "waitForOutput": WAIT_FOR_OUTPUT,
+        "timeout": OUTPUT_TIMEOUT,
+    },
+    required=["command"],
+    open_world=True,
+    title="Run command in terminal",
+)
+async def execute_terminal_command(
+    ctx: ToolContext, command: str, waitForOutput: bool = False, timeout: float = 30000
+) -> dict[str, Any]:
+    """Type ``command`` into the project terminal; ``{"status": "executed"}``."""
+    wait_ms = _ms(timeout, "timeout", MAX_WAIT_MS) if waitForOutput else None
+    return await _run_visibly(ctx, command, wait_ms)
+
+
+@tools.tool(
+    "read_terminal_output",
+    f"Read what the project terminal '{TERMINAL_NAME}' printed (escape sequences removed). By "
+    "default the output of the last command sent by execute_terminal_command or "
+    "execute_os_specific_command, without its echo; with `offset`, everything from that offset "
+    "(use a previous answer's nextOffset to follow the terminal). `running` tells whether a "
+    "command is still in the foreground.",
+    {
+        "offset": {
+            "type": "integer",
+            "minimum": 0,
+            "description": "Read from this output offset (a previous answer's nextOffset).",
+        },
+        "waitMs": {
+            "type": "number",
+            "minimum": 0,
+            "default": 0,
+            "description": (
+                "Wait up to this many milliseconds for the running command to finish first "
+                f"(max {MAX_WAIT_MS})."
+            ),
+        },
+    },
+    read_only=True,
+    title="Read terminal output",
+)
+async def read_terminal_output(
+    ctx: ToolContext, offset: int | None = None, waitMs: float = 0
+) -> dict[str, Any]:
+    """The project terminal's output since the last command (or ``offset``)."""
+    _ms(waitMs, "waitMs", MAX_WAIT_MS)
+    term = project_terminal(ctx)
+    term.manager  # noqa: B018 - a clear error when terminals are disabled
+    if waitMs:
+        await term.wait_idle(waitMs / 1000)
+    return term.read(offset)
+
+
+@tools.tool(
+    "run_command_on_background",
+    "Execute a shell command in the background and return its output; the user does not see "
+    "it. Runs in the project root unless `cwd` (inside the project) says otherwise. On timeout "
+    "the command and every process it started are killed and the result says timedOut. "
+    f"stdout and stderr are each capped at {OUTPUT_CAP_BYTES} bytes (truncated: true when cut).",
+    {
+        "command": {"type": "string", "description": "The shell command to execute."},
+        "cwd": {
+            "type": "string",
+            "description": "Working directory, relative to the project root (default: the root).",
+        },
+        "env": {
+            "type": "object",
+            "additionalProperties": {"type": "string"},
+            "description": "Environment variables added to the server's environment.",
+        },
+        "timeout": {
+            "type": "number",
+            "exclusiveMinimum": 0,
+            "default": DEFAULT_TIMEOUT_MS,
+            "description": (
+                f"Timeout in milliseconds (default {DEFAULT_TIMEOUT_MS}, max {MAX_TIMEOUT_MS})."
+            ),
+        },
+    },
+    required=["command"],
+    open_world=True,
+    title="Run background command",
+)
+async def run_command_on_background(
+    ctx: ToolContext,
+    command: str,
+    cwd: str | None = None,
+    env: dict[str, str] | None = None,
+    timeout: float = DEFAULT_TIMEOUT_MS,
+) -> dict[str, Any]:
+    """``{stdout, stderr, exitCode, timedOut, truncated}`` of ``command``.
+
+    ``exitCode`` is null when the command timed out, negative when a signal ended it.
+    Cancelling the call kills the command's process group.
+    """
+    if not command.strip():
+        raise ToolError("command must not be empty")
+    if "\x00" in command:
+        raise ToolError("command must not contain NUL characters")
+    _ms(timeout, "timeout", MAX_TIMEOUT_MS)
+    workdir = ctx.resolve(cwd or "", must_exist=True)
+    if not workdir.is_dir():
+        raise ToolError(f"cwd is not a directory: {cwd}")
+    for name, value in (env or {}).items():
+        if not name or "=" in name or "\x00" in name or "\x00" in value:
+            raise ToolError(f"Invalid environment variable name or value: {name!r}")
+    return await run_shell(
+        command, cwd=workdir, env=env, timeout_ms=timeout, tracker=background_commands(ctx)
+    )
+
+
+@tools.tool(
+    "wait",
+    f"Wait for a specified number of milliseconds before continuing (at most {MAX_WAIT_MS}). "
+    "The server keeps serving other calls meanwhile.",
+    {
+        "milliseconds": {
+            "type": "number",
+            "minimum": 0,
+            "description": "The duration to wait in milliseconds.",
+        }
+    },
+    required=["milliseconds"],
+    read_only=True,
+    idempotent=True,
+    title="Wait",
+)
+async def wait(ctx: ToolContext, milliseconds: float) -> dict[str, str]:
+    """Sleep without blocking the server; ``{"status": "completed", "message": …}``."""
+    _ms(milliseconds, "milliseconds", MAX_WAIT_MS)
+    await asyncio.sleep(milliseconds / 1000)
+    shown = int(milliseconds) if float(milliseconds).is_integer() else milliseconds
+    return {"status": "completed", "message": f"Waited for {shown} milliseconds"}
+
+
+def _terminal_shell(ctx: ToolContext) -> tuple[str, bool, bool]:
+    """(shell name, terminals available, shell is the default one)."""
+    manager = None
+    web_app = getattr(ctx.serverapp, "web_app", None)
+    if web_app is not None:
+        manager = web_app.settings.get("terminal_manager")
+    override = None
+    if ctx.serverapp is not None:
+        override = (getattr(ctx.serverapp, "terminado_settings", None) or {}).get("shell_command")
+    argv = getattr(manager, "shell_command", None) if manager is not None else None
+    if isinstance(argv, str):
+        argv = shlex.split(argv)
+    shell = argv[0] if argv else os.environ.get("SHELL") or ("cmd.exe" if os.name == "nt" else "sh")
+    name = os.path.basename(shell)
+    for suffix in (".exe",):
+        if name.lower().endswith(suffix):
+            name = name[: -len(suffix)]
+    return name, manager is not None, override is None
+
+
+@tools.tool(
+    "get_terminal_info",
+    "Retrieve information about the project terminal and operating system: OS type (Linux, "
+    "macOS or Windows), OS version, the terminal's shell, whether commands run in the "
+    "integrated (JupyterLab) terminal and whether that shell is the default one.",
+    read_only=True,
+    idempotent=True,
+    title="Terminal info",
+)
+def get_terminal_info(ctx: ToolContext) -> dict[str, Any]:
+    """``{osType, osVersion, terminalType, isIntegratedTerminal, isDefault}``."""
+    shell, integrated, default = _terminal_shell(ctx)
+    return {
+        "osType": os_type(),
+        "osVersion": os_version(),
+        "terminalType": shell,
+        "isIntegratedTerminal": integrated,
+        "isDefault": default,
+    }
+
+
+def pick_command(
+    os_name: str,
+    *,
+    windowsCommand: str | None = None,
+    unixCommand: str | None = None,
+    macCommand: str | None = None,
+    command: str | None = None,
+) -> str:
+    """The command for ``os_name``: the OS's own, then (macOS) the Unix one, then the generic."""
+    if os_name == "Windows":
+        candidates = [windowsCommand]
+    elif os_name == "macOS":
+        candidates = [macCommand, unixCommand]
+    else:
+        candidates = [unixCommand]
+    for candidate in [*candidates, command]:
+        if candidate is not None and candidate.strip():
+            return candidate
+    given = [
+        n
+        for n, v in (
+            ("windowsCommand", windowsCommand),
+            ("unixCommand", unixCommand),
+            ("macCommand", macCommand),
+        )
+        if v
+    ]
+    wanted = {"Windows": "windowsCommand", "macOS": "macCommand or unixCommand"}.get(
+        os_name, "unixCommand"
+    )
+    if given:
+        raise ToolError(
+            f"No command for {os_name}: got only {', '.join(given)}; give {wanted} or command"
+        )
+    raise ToolError(f"No command given: give {wanted} or the generic command")
+
+
+@tools.tool(
+    "execute_os_specific_command",
+    "Execute a command adjusted to the operating system: give a version per platform "
+    "(windowsCommand, unixCommand, macCommand) and/or a generic command. The one for this "
+    "server's OS runs visibly in the project terminal, like execute_terminal_command; the "
+    "result says which command ran.",
+    {
+        "windowsCommand": {"type": "string", "description": "Command for Windows."},
+        "unixCommand": {"type": "string", "description": "Command for Linux/Unix."},
+        "macCommand": {"type": "string", "description": "Command for macOS."},
+        "command": {"type": "string", "description": "Generic command for all platforms."},
+    },
+    open_world=True,
+    title="Run OS-specific command",
+)
+async def execute_os_specific_command(
+    ctx: ToolContext,
+    windowsCommand: str | None = None,
+    unixCommand: str | None = None,
+    macCommand: str | None = None,
+    command: str | None = None,
+) -> dict[str, Any]:
+    """``{osType, command, executed: true}`` after typing the OS's command into the terminal."""
+    name = os_type()
+    chosen = pick_command(
+        name,
+        windowsCommand=windowsCommand,
+        unixCommand=unixCommand,
+        macCommand=macCommand,
+        command=command,
+    )
+    await _run_visibly(ctx, chosen, None)
+    return {"osType": name, "command": chosen, "executed": True}
