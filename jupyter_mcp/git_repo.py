@@ -300,6 +300,11 @@ class GitProject:
             raise ToolError(f"Unknown revision {rev!r}: no commit, branch or tag has that name")
         return result.stdout.strip()
 
+    def config(self, key: str) -> str | None:
+        """The effective value of a git setting, None when unset."""
+        result = self.run("config", "--get", key, check=False)
+        return result.stdout.strip() if result.status == 0 else None
+
     def is_ancestor(self, older: str, newer: str) -> bool:
         """True when ``older`` is reachable from ``newer`` (or is it)."""
         return self.ok("merge-base", "--is-ancestor", older, newer)
@@ -631,10 +636,10 @@ class GitProject:
         elif not self._has_upstream(current, remote):
             branch = current
         before = self.head_commit()
-        rebase = self.repo.config_reader().get_value("pull", "rebase", None)
+        rebase = (self.config("pull.rebase") or "").lower()
         mode = (
             "--rebase"
-            if str(rebase).lower() in ("true", "merges", "interactive")
+            if rebase in ("true", "merges", "interactive", "m", "i")
             else "--no-rebase"
         )
         args = ["pull", "--no-edit", "--no-autostash", mode, remote] + ([branch] if branch else [])
@@ -644,8 +649,10 @@ class GitProject:
         after = self.head_commit()
         if before == after:
             message = "Already up to date."
-        elif before is None or self.is_ancestor(before, after or ""):
+        elif before is None or "Fast-forward" in result.stdout:
             message = f"Fast-forward {before[:7] if before else '(empty)'}..{(after or '')[:7]}"
+        elif mode == "--rebase":
+            message = f"Rebased {current or 'HEAD'} onto {remote}/{branch or 'upstream'}"
         else:
             message = f"Merged {remote}/{branch or 'upstream'} into {current or 'HEAD'}"
         return {
@@ -658,10 +665,8 @@ class GitProject:
         }
 
     def _has_upstream(self, branch: str, remote: str) -> bool:
-        reader = self.repo.config_reader()
-        section = f'branch "{branch}"'
-        return reader.get_value(section, "remote", None) == remote and bool(
-            reader.get_value(section, "merge", None)
+        return self.config(f"branch.{branch}.remote") == remote and bool(
+            self.config(f"branch.{branch}.merge")
         )
 
     def _network_env(self) -> dict[str, str]:
@@ -669,7 +674,7 @@ class GitProject:
         if "GIT_SSH" not in os.environ:
             base = os.environ.get("GIT_SSH_COMMAND")
             if not base:
-                base = self.repo.config_reader().get_value("core", "sshCommand", "ssh")
+                base = self.config("core.sshCommand") or "ssh"
             env["GIT_SSH_COMMAND"] = f"{base} -o BatchMode=yes -o ConnectTimeout=20"
         return env
 

@@ -15,6 +15,7 @@ TOOL_MODULES = [
     "actions",
     "search",
     "terminal",
+    "runs",
 ]
 
 
