@@ -1,0 +1,123 @@
+"""Run configuration tools (spec 20–21), plus following and stopping a run.
+
+Configurations come from the project (see :mod:`jupyter_mcp.run_configs`); a run executes in
+a kernel the server manages, and ``get_run_output`` / ``stop_run_configuration`` follow and
+stop it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from ..context import ToolContext
+from ..errors import ToolError
+from ..registry import ToolSet
+from ..run_configs import RunConfig, RunManager, discover
+
+tools = ToolSet()
+
+#: Longest wait ``get_run_output`` accepts (milliseconds).
+MAX_WAIT_MS = 300_000
+
+
+def run_manager(ctx: ToolContext) -> RunManager:
+    """The server's run manager, created on first use."""
+    manager = ctx.services.get("runs")
+    if manager is None:
+        manager = ctx.services["runs"] = RunManager(ctx.serverapp, ctx.root_dir, ctx.log)
+    return manager
+
+
+async def _configs(ctx: ToolContext) -> list[RunConfig]:
+    return await asyncio.to_thread(discover, ctx.root_dir, ctx.log)
+
+
+CONFIG_NAME = {
+    "type": "string",
+    "description": "The name of the run configuration, as get_run_configurations lists it.",
+}
+
+
+@tools.tool(
+    "get_run_configurations",
+    "Get the run configurations of the project: launch configurations of .vscode/launch.json, "
+    "tasks of .vscode/tasks.json, package.json scripts, 'Run notebook <path>' for each "
+    "notebook, and 'pytest' when the project has tests. Returns a JSON array of names.",
+    read_only=True,
+    idempotent=True,
+    title="List run configurations",
+)
+async def get_run_configurations(ctx: ToolContext) -> list[str]:
+    """The names of every run configuration."""
+    return [c.name for c in await _configs(ctx)]
+
+
+@tools.tool(
+    "run_configuration",
+    "Run a run configuration of the project in a new Jupyter kernel (listed in JupyterLab's "
+    "running kernels) without waiting for it to finish. Follow it with get_run_output, stop "
+    "it with stop_run_configuration. Returns 'Run configuration started'.",
+    {"configName": CONFIG_NAME},
+    required=["configName"],
+    open_world=True,
+    title="Run configuration",
+)
+async def run_configuration(ctx: ToolContext, configName: str) -> str:
+    """Start the configuration called ``configName``."""
+    manager = run_manager(ctx)
+    config = manager.find(configName, await _configs(ctx))
+    await manager.start(config)
+    return "Run configuration started"
+
+
+@tools.tool(
+    "get_run_output",
+    "Beyond the specification: the status (running, succeeded, failed, stopped, error), exit "
+    "code, start/end time and output of the latest run of a configuration (the latest run of "
+    "any when configName is omitted). With waitMs, wait up to that long for it to finish "
+    "first; with offset (a previous answer's nextOffset), only the output after it.",
+    {
+        "configName": CONFIG_NAME,
+        "offset": {
+            "type": "integer",
+            "minimum": 0,
+            "description": "Return output from this offset on (a previous nextOffset).",
+        },
+        "waitMs": {
+            "type": "number",
+            "minimum": 0,
+            "default": 0,
+            "description": (
+                f"Wait up to this many milliseconds for the run to finish (max {MAX_WAIT_MS})."
+            ),
+        },
+    },
+    read_only=True,
+    title="Run output",
+)
+async def get_run_output(
+    ctx: ToolContext, configName: str | None = None, offset: int = 0, waitMs: float = 0
+) -> dict[str, Any]:
+    """The report of the latest run of ``configName``."""
+    if waitMs > MAX_WAIT_MS:
+        raise ToolError(f"waitMs must be at most {MAX_WAIT_MS} milliseconds, got {waitMs:g}")
+    run = run_manager(ctx).latest(configName)
+    if waitMs and run.running and run.task is not None:
+        await asyncio.wait({asyncio.shield(run.task)}, timeout=waitMs / 1000)
+    return run.report(offset)
+
+
+@tools.tool(
+    "stop_run_configuration",
+    "Beyond the specification: stop the running run of a configuration (interrupts its kernel "
+    "and the program it runs, then shuts the kernel down). Returns 'Run configuration stopped'.",
+    {"configName": CONFIG_NAME},
+    required=["configName"],
+    destructive=True,
+    title="Stop run configuration",
+)
+async def stop_run_configuration(ctx: ToolContext, configName: str) -> str:
+    """Stop the run of ``configName``."""
+    await run_manager(ctx).stop(configName)
+    return "Run configuration stopped"
