@@ -5,12 +5,14 @@ from __future__ import annotations
 from typing import Any
 
 from jupyter_server.extension.application import ExtensionApp
-from traitlets import Bool, Float, Int, List, Unicode, observe
+from traitlets import Bool, Float, Int, List, TraitError, Unicode, Union, observe, validate
 
 from . import __version__
 from .context import ACTION_APPROVAL_PATTERNS, Settings, ToolContext
 from .editor import EditorBridge
+from .plugins import PluginHost, load_plugins
 from .registry import Registry
+from .seed_port import SeedPortListener, parse_port_range
 from .tools import builtin_tools
 
 
@@ -85,6 +87,24 @@ class JupyterMCP(ExtensionApp):
             "terminals, log out or change extensions; ['*'] asks for every command."
         ),
     )
+    plugin_timeout = Float(
+        5.0,
+        config=True,
+        help=(
+            "Time budget, in seconds, of one call of a plugin tool; a call that takes longer "
+            "fails and the server stops waiting for it."
+        ),
+    )
+    port_range = Union(
+        [Bool(), Unicode()],
+        default_value=False,
+        config=True,
+        help=(
+            "Also listen on the first free port of this range on 127.0.0.1, for clients that scan "
+            "for an IDE: True or 'on' for 9960-9990, 'FIRST-LAST' for another range, False to "
+            "turn it off. Same handlers and auth as the main port."
+        ),
+    )
 
     registry: Registry
     tool_context: ToolContext
@@ -101,6 +121,7 @@ class JupyterMCP(ExtensionApp):
             max_file_bytes=self.max_file_bytes,
             approval_timeout=self.approval_timeout,
             action_approval_patterns=tuple(self.action_approval_patterns),
+            plugin_timeout=self.plugin_timeout,
         )
 
     @observe(
@@ -113,10 +134,26 @@ class JupyterMCP(ExtensionApp):
         "max_file_bytes",
         "approval_timeout",
         "action_approval_patterns",
+        "plugin_timeout",
     )
     def _policy_changed(self, change: dict[str, Any]) -> None:
         if hasattr(self, "tool_context"):
             self.tool_context.settings = self.settings_snapshot()
+
+    @validate("port_range")
+    def _check_port_range(self, proposal: dict[str, Any]) -> Any:
+        try:
+            parse_port_range(proposal["value"])
+        except ValueError as e:
+            raise TraitError(str(e)) from e
+        return proposal["value"]
+
+    @observe("disabled_plugins")
+    def _plugins_changed(self, change: dict[str, Any]) -> None:
+        # Tools are listed on every request: withdraw (or bring back) plugin tools at once.
+        host = getattr(self, "plugin_host", None)
+        if host is not None:
+            host.sync(self.registry, self.disabled_plugins)
 
     def initialize_settings(self) -> None:
         """Build the registry and the context every tool call shares."""
@@ -132,12 +169,42 @@ class JupyterMCP(ExtensionApp):
         self.log.info(
             "jupyter_mcp %s: %d tools for %s", __version__, len(self.registry.all()), root_dir
         )
+        self.plugin_host: PluginHost = load_plugins(
+            self.registry, disabled=self.disabled_plugins, log=self.log
+        )
+        self.tool_context.services["plugins"] = self.plugin_host
+        self._start_seed_port()
+
+    def _start_seed_port(self) -> None:
+        """Open the seed port-range listener when ``port_range`` asks for it."""
+        self.seed_port: SeedPortListener | None = None
+        port_range = parse_port_range(self.port_range)
+        if port_range is None:
+            return
+        self.seed_port = SeedPortListener(self.serverapp, *port_range, log=self.log)
+        self.seed_port.start()
+        earlier = self.tool_context.services.get("status_extra")
+        listener = self.seed_port
+
+        def status_extra() -> dict[str, Any]:
+            extra = dict(earlier()) if callable(earlier) else {}
+            extra.update(listener.status())
+            return extra
+
+        self.tool_context.services["status_extra"] = status_extra
+        self.tool_context.services["seed_port"] = self.seed_port
 
     def initialize_handlers(self) -> None:
         """Register the seed REST and proxy REST routes under the server's base_url."""
         from .handlers import default_handlers
 
         self.handlers.extend(default_handlers())
+
+    async def stop_extension(self) -> None:
+        """Close the seed port-range listener."""
+        listener = getattr(self, "seed_port", None)
+        if listener is not None:
+            await listener.stop()
 
 
 main = launch_instance = JupyterMCP.launch_instance

@@ -1,0 +1,1 @@
+"""An example jupyter-mcp plugin: note tools (see ``plugin.py``)."""
