@@ -58,7 +58,7 @@ $(BIN)/python:
 $(STAMPS)/install: pyproject.toml | $(BIN)/python
 	@echo "==> installing jupyter-mcp (editable, with the test extra) into .venv"
 	@$(QUIET) $(BIN)/python -m pip install -q \
-		"hatchling>=1.18" "hatch-jupyter-builder>=0.9" editables "jupyterlab>=4.4,<5"
+		"hatchling>=1.18" "hatch-jupyter-builder>=0.9" editables "jupyterlab>=4.6,<5"
 	@if [ -L $(VENV)/share/jupyter/labextensions/jupyter-mcp ]; then \
 		rm $(VENV)/share/jupyter/labextensions/jupyter-mcp; fi
 	@SKIP_JUPYTER_BUILDER=1 $(QUIET) $(BIN)/python -m pip install -q --no-build-isolation -e ".[test]"
