@@ -1,13 +1,31 @@
 /**
  * The JupyterLab side of jupyter-mcp.
  *
- * For now the plugin only announces itself; the browser bridge (editor state,
- * approvals) lives in further modules of this folder.
+ * One plugin keeps this window linked to the server (`connection.ts`), reports and edits the
+ * active editor (`editor.ts`), lists and runs commands (`actions.ts`), asks for approvals
+ * (`dialogs.ts`) and shows what agents do (`activity.ts`).
  */
 import {
+  ILabShell,
   JupyterFrontEnd,
   JupyterFrontEndPlugin
 } from '@jupyterlab/application';
+import { IEditorTracker } from '@jupyterlab/fileeditor';
+import { INotebookTracker } from '@jupyterlab/notebook';
+import { IStatusBar } from '@jupyterlab/statusbar';
+
+import { registerActions } from './actions';
+import { ActivityPanel, MCPStatus } from './activity';
+import { BridgeConnection } from './connection';
+import { Approvals } from './dialogs';
+import { ActiveEditor } from './editor';
+
+/**
+ * Command ids of the plugin.
+ */
+namespace CommandIDs {
+  export const showActivity = 'jupyter-mcp:show-activity';
+}
 
 /**
  * The jupyter-mcp plugin.
@@ -16,7 +34,45 @@ const plugin: JupyterFrontEndPlugin<void> = {
   id: 'jupyter-mcp:plugin',
   description: 'Connects JupyterLab to the jupyter-mcp server extension.',
   autoStart: true,
-  activate: (app: JupyterFrontEnd): void => {
+  requires: [INotebookTracker, IEditorTracker],
+  optional: [IStatusBar, ILabShell],
+  activate: (
+    app: JupyterFrontEnd,
+    notebooks: INotebookTracker,
+    editors: IEditorTracker,
+    statusBar: IStatusBar | null,
+    labShell: ILabShell | null
+  ): void => {
+    const connection = new BridgeConnection();
+    new ActiveEditor(app, connection, notebooks, editors);
+    registerActions(connection, app.commands);
+    new Approvals(connection);
+
+    const panel = new ActivityPanel(connection);
+    if (labShell) {
+      labShell.add(panel, 'right', { rank: 900 });
+    }
+    app.commands.addCommand(CommandIDs.showActivity, {
+      label: 'Show MCP Activity',
+      caption: 'Show the recent tool calls of agents connected over MCP',
+      execute: () => {
+        if (labShell) {
+          labShell.activateById(panel.id);
+        }
+      }
+    });
+    if (statusBar) {
+      const status = new MCPStatus(connection);
+      status.node.addEventListener('click', () => {
+        void app.commands.execute(CommandIDs.showActivity);
+      });
+      statusBar.registerStatusItem('jupyter-mcp:status', {
+        item: status,
+        align: 'left',
+        rank: 1000
+      });
+    }
+    connection.start();
     console.log('jupyter-mcp: JupyterLab extension activated');
   }
 };

@@ -1,0 +1,135 @@
+/**
+ * Visibility: a status-bar item (agent connected, last call) and a panel of recent calls.
+ */
+import { LabIcon } from '@jupyterlab/ui-components';
+import { Widget } from '@lumino/widgets';
+
+import { BridgeConnection } from './connection';
+import { IActivityRecord } from './protocol';
+
+/**
+ * How recent the last call must be for the status bar to say an agent is connected.
+ */
+const AGENT_RECENT_MS = 5 * 60 * 1000;
+/**
+ * Rows kept in the activity panel.
+ */
+const MAX_ROWS = 200;
+
+const ICON_SVG = `<svg xmlns="http://www.w3.org/2000/svg" width="16" height="16" viewBox="0 0 16 16">
+  <g class="jp-icon3" fill="#616161">
+    <path d="M1 8h3l2-5 4 10 2-5h3v1.5h-2l-3 7.5-4-10-1 2.5H1z"/>
+  </g>
+</svg>`;
+
+export const activityIcon = new LabIcon({
+  name: 'jupyter-mcp:activity',
+  svgstr: ICON_SVG
+});
+
+/**
+ * The status-bar item: "MCP: agent connected · last: get_file_text_by_path".
+ */
+export class MCPStatus extends Widget {
+  constructor(connection: BridgeConnection) {
+    super();
+    this.addClass('jp-MCP-status');
+    this.node.title = 'jupyter-mcp: click to show recent tool calls';
+    this._connection = connection;
+    connection.connectedChanged.connect(() => this.refresh());
+    connection.activity.connect((_, record) => {
+      this._last = record;
+      this.refresh();
+    });
+    // Turn "agent connected" back into "ready" once the agent has been quiet for a while.
+    this._timer = window.setInterval(() => this.refresh(), 30000);
+    this.refresh();
+  }
+
+  /**
+   * Redraw the text from the connection and the last call.
+   */
+  refresh(): void {
+    let text: string;
+    if (!this._connection.isConnected) {
+      text = 'MCP: offline';
+    } else if (this._last && Date.now() - this._last.at < AGENT_RECENT_MS) {
+      text = `MCP: agent connected · last: ${this._last.tool}${this._last.ok ? '' : ' (failed)'}`;
+    } else {
+      text = 'MCP: ready';
+    }
+    this.node.textContent = text;
+  }
+
+  dispose(): void {
+    window.clearInterval(this._timer);
+    super.dispose();
+  }
+
+  private _connection: BridgeConnection;
+  private _last: IActivityRecord | null = null;
+  private _timer: number;
+}
+
+/**
+ * The activity panel: recent tool calls, newest first.
+ */
+export class ActivityPanel extends Widget {
+  constructor(connection: BridgeConnection) {
+    super();
+    this.id = 'jupyter-mcp-activity';
+    this.addClass('jp-MCP-activity');
+    this.title.icon = activityIcon;
+    this.title.caption = 'MCP activity: recent tool calls of agents';
+    const header = document.createElement('h2');
+    header.className = 'jp-MCP-activity-header';
+    header.textContent = 'MCP activity';
+    this._empty = document.createElement('p');
+    this._empty.className = 'jp-MCP-activity-empty';
+    this._empty.textContent = 'No tool calls yet.';
+    this._list = document.createElement('ul');
+    this._list.className = 'jp-MCP-activity-list';
+    this.node.append(header, this._empty, this._list);
+    connection.activity.connect((_, record) => this.add(record));
+  }
+
+  /**
+   * Add one call at the top.
+   */
+  add(record: IActivityRecord): void {
+    const item = document.createElement('li');
+    item.className = `jp-MCP-activity-item ${record.ok ? 'jp-mod-ok' : 'jp-mod-error'}`;
+    const head = document.createElement('div');
+    head.className = 'jp-MCP-activity-head';
+    const tool = document.createElement('span');
+    tool.className = 'jp-MCP-activity-tool';
+    tool.textContent = record.tool;
+    const meta = document.createElement('span');
+    meta.className = 'jp-MCP-activity-meta';
+    meta.textContent = `${formatDuration(record.durationMs)} · ${new Date(record.at).toLocaleTimeString()}`;
+    head.append(tool, meta);
+    item.append(head);
+    if (record.arguments) {
+      const args = document.createElement('div');
+      args.className = 'jp-MCP-activity-arguments';
+      args.textContent = record.arguments;
+      item.append(args);
+    }
+    const result = document.createElement('div');
+    result.className = 'jp-MCP-activity-result';
+    result.textContent = record.ok ? 'ok' : `error: ${record.error ?? ''}`;
+    item.append(result);
+    this._list.prepend(item);
+    while (this._list.children.length > MAX_ROWS) {
+      this._list.lastElementChild?.remove();
+    }
+    this._empty.hidden = true;
+  }
+
+  private _list: HTMLUListElement;
+  private _empty: HTMLParagraphElement;
+}
+
+function formatDuration(ms: number): string {
+  return ms < 1000 ? `${ms.toFixed(ms < 10 ? 1 : 0)} ms` : `${(ms / 1000).toFixed(2)} s`;
+}

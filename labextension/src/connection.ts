@@ -1,0 +1,243 @@
+/**
+ * The window's websocket to the server, kept open across server restarts.
+ */
+import { URLExt } from '@jupyterlab/coreutils';
+import { ServerConnection } from '@jupyterlab/services';
+import { UUID } from '@lumino/coreutils';
+import { ISignal, Signal } from '@lumino/signaling';
+
+import {
+  IActivityRecord,
+  IRequestMessage,
+  IResponseMessage,
+  IStateMessage,
+  ServerMessage
+} from './protocol';
+
+/**
+ * Answers one request method; a thrown error becomes the tool's error message.
+ */
+export type RequestHandler = (
+  params: { [key: string]: any },
+  requestId: number
+) => unknown;
+
+const MIN_BACKOFF_MS = 250;
+const MAX_BACKOFF_MS = 10000;
+
+/**
+ * The bridge connection of this window.
+ */
+export class BridgeConnection {
+  constructor(settings?: ServerConnection.ISettings) {
+    this._settings = settings ?? ServerConnection.makeSettings();
+    // A fresh id per page load; reconnections of this page keep it.
+    this.windowId = UUID.uuid4().replace(/-/g, '');
+    window.addEventListener('focus', this._onFocus);
+    document.addEventListener('visibilitychange', this._onVisibility);
+  }
+
+  /**
+   * This page's id, the same over reconnections.
+   */
+  readonly windowId: string;
+
+  /**
+   * Emitted when the link opens or closes.
+   */
+  get connectedChanged(): ISignal<this, boolean> {
+    return this._connectedChanged;
+  }
+
+  /**
+   * Emitted for each tool call the server reports (and the history on connect).
+   */
+  get activity(): ISignal<this, IActivityRecord> {
+    return this._activity;
+  }
+
+  /**
+   * Emitted when the server asks to reload a document written by a tool.
+   */
+  get reloadRequested(): ISignal<this, string> {
+    return this._reloadRequested;
+  }
+
+  /**
+   * Emitted when the server withdraws a request (its timeout passed).
+   */
+  get cancelled(): ISignal<this, number> {
+    return this._cancelled;
+  }
+
+  get isConnected(): boolean {
+    return this._socket?.readyState === WebSocket.OPEN;
+  }
+
+  /**
+   * Register the answer to a request method.
+   */
+  handle(method: string, handler: RequestHandler): void {
+    this._handlers.set(method, handler);
+  }
+
+  /**
+   * Provide the full state sent after each (re)connection.
+   */
+  setStateProvider(provider: () => IStateMessage): void {
+    this._stateProvider = provider;
+  }
+
+  /**
+   * Open the link; it reopens by itself with exponential backoff.
+   */
+  start(): void {
+    this._stopped = false;
+    this._open();
+  }
+
+  /**
+   * Close the link for good.
+   */
+  dispose(): void {
+    this._stopped = true;
+    window.removeEventListener('focus', this._onFocus);
+    document.removeEventListener('visibilitychange', this._onVisibility);
+    if (this._retry !== null) {
+      window.clearTimeout(this._retry);
+    }
+    this._socket?.close();
+  }
+
+  /**
+   * Send a message if the link is open (state reports are resent on reconnect anyway).
+   */
+  send(message: IStateMessage | IResponseMessage): void {
+    if (this._socket?.readyState === WebSocket.OPEN) {
+      this._socket.send(JSON.stringify(message));
+    }
+  }
+
+  private _open(): void {
+    const focusAge = (Date.now() - this._lastFocus) / 1000;
+    let url =
+      URLExt.join(this._settings.wsUrl, 'mcp', 'bridge') +
+      `?window=${encodeURIComponent(this.windowId)}&focusAge=${focusAge.toFixed(3)}`;
+    if (this._settings.token && this._settings.appendToken) {
+      url += `&token=${encodeURIComponent(this._settings.token)}`;
+    }
+    const socket = new WebSocket(url);
+    this._socket = socket;
+    socket.onopen = () => {
+      this._attempts = 0;
+      this._connectedChanged.emit(true);
+      if (this._stateProvider) {
+        this.send(this._stateProvider());
+      }
+    };
+    socket.onmessage = event => {
+      this._dispatch(event.data);
+    };
+    socket.onclose = () => {
+      if (this._socket !== socket) {
+        return;
+      }
+      this._socket = null;
+      this._connectedChanged.emit(false);
+      if (!this._stopped) {
+        const delay = Math.min(MAX_BACKOFF_MS, MIN_BACKOFF_MS * 2 ** this._attempts);
+        this._attempts += 1;
+        this._retry = window.setTimeout(() => {
+          this._retry = null;
+          this._open();
+        }, delay * (0.75 + Math.random() * 0.5));
+      }
+    };
+  }
+
+  private _dispatch(data: string): void {
+    let message: ServerMessage;
+    try {
+      message = JSON.parse(data);
+    } catch (e) {
+      console.warn('jupyter-mcp: malformed bridge message', e);
+      return;
+    }
+    switch (message.type) {
+      case 'request':
+        void this._answer(message);
+        break;
+      case 'cancel':
+        this._cancelled.emit(message.id);
+        break;
+      case 'reload':
+        this._reloadRequested.emit(message.path);
+        break;
+      case 'activity':
+        this._activity.emit(message.record);
+        break;
+      case 'welcome':
+        for (const record of message.activity) {
+          if (record.at > this._lastSeen) {
+            this._activity.emit(record);
+          }
+        }
+        break;
+    }
+    if (message.type === 'activity') {
+      this._lastSeen = Math.max(this._lastSeen, message.record.at);
+    } else if (message.type === 'welcome' && message.activity.length) {
+      this._lastSeen = Math.max(
+        this._lastSeen,
+        ...message.activity.map(record => record.at)
+      );
+    }
+  }
+
+  private async _answer(request: IRequestMessage): Promise<void> {
+    const handler = this._handlers.get(request.method);
+    const response: IResponseMessage = { type: 'response', id: request.id };
+    try {
+      if (!handler) {
+        throw new Error(`This JupyterLab window cannot do "${request.method}"`);
+      }
+      const result = await handler(request.params, request.id);
+      response.result = result === undefined ? null : result;
+    } catch (e) {
+      response.error = e instanceof Error ? e.message : String(e);
+    }
+    this.send(response);
+  }
+
+  private _onFocus = (): void => {
+    this._lastFocus = Date.now();
+    this.send({ type: 'state', focus: true });
+  };
+
+  private _onVisibility = (): void => {
+    if (document.visibilityState === 'visible' && document.hasFocus()) {
+      this._onFocus();
+    }
+  };
+
+  /**
+   * Mark this window as the one the user works in (the user switched documents in it).
+   */
+  touch(): void {
+    this._onFocus();
+  }
+
+  private _settings: ServerConnection.ISettings;
+  private _socket: WebSocket | null = null;
+  private _stopped = false;
+  private _attempts = 0;
+  private _retry: number | null = null;
+  private _lastFocus = Date.now();
+  private _lastSeen = 0;
+  private _handlers = new Map<string, RequestHandler>();
+  private _stateProvider: (() => IStateMessage) | null = null;
+  private _connectedChanged = new Signal<this, boolean>(this);
+  private _activity = new Signal<this, IActivityRecord>(this);
+  private _reloadRequested = new Signal<this, string>(this);
+  private _cancelled = new Signal<this, number>(this);
+}
