@@ -16,6 +16,9 @@ TOOL_MODULES = [
     "search",
     "terminal",
     "runs",
+    "debug",
+    "progress",
+    "code",
 ]
 
 

@@ -1,0 +1,218 @@
+"""Code tools (spec 15–17): symbols of a file, references of a symbol, refactorings.
+
+The work is jedi's (see :mod:`jupyter_mcp.code_intel`); positions are 0-based lines and
+characters of the file's text view, so a notebook's positions are those of the percent-format
+script ``get_file_text_by_path`` returns.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ..code_intel import (
+    REFACTOR_TYPES,
+    Source,
+    apply_changes,
+    check_identifier,
+    check_position,
+    engine,
+    load_source,
+    timeout,
+)
+from ..context import ToolContext
+from ..documents import notify_written
+from ..errors import ToolError
+from ..registry import ToolSet
+
+tools = ToolSet()
+
+PATH = {
+    "type": "string",
+    "description": (
+        "Path of a Python file (.py) or notebook (.ipynb) relative to the project root. A "
+        "notebook's positions are those of its percent-format text (get_file_text_by_path)."
+    ),
+}
+LINE = {"type": "integer", "minimum": 0, "description": "Line of the symbol (0-based)."}
+CHARACTER = {
+    "type": "integer",
+    "minimum": 0,
+    "description": "Character of the symbol within the line (0-based).",
+}
+
+
+@tools.tool(
+    "get_symbols_in_file",
+    "Get all symbols defined in a Python file or notebook (classes, functions, methods, "
+    "properties, variables, constants, imports) with VS Code SymbolKind names as kind, "
+    "0-based ranges from the start to the end of each definition, a signature-like detail, "
+    "and class members nested as children.",
+    {"pathInProject": PATH},
+    required=["pathInProject"],
+    read_only=True,
+    idempotent=True,
+    title="Get file symbols",
+)
+def get_symbols_in_file(ctx: ToolContext, pathInProject: str) -> dict[str, Any]:
+    """The symbols of a file, as the spec shapes them."""
+    source = load_source(ctx, pathInProject, tool="get_symbols_in_file")
+    intel = engine(ctx)
+    symbols = intel.run(
+        lambda: intel.symbols(source),
+        timeout=timeout(ctx),
+        what=f"Listing the symbols of {source.shown}",
+    )
+    return {"symbols": symbols}
+
+
+@tools.tool(
+    "find_references",
+    "Find every reference of the symbol at a position across the project's Python modules and "
+    "notebooks, the definition included (import aliases and attribute uses too). Lines and "
+    "characters are 0-based; each reference has path, line, character, endLine, endCharacter.",
+    {"pathInProject": PATH, "line": LINE, "character": CHARACTER},
+    required=["pathInProject", "line", "character"],
+    read_only=True,
+    idempotent=True,
+    title="Find symbol references",
+)
+def find_references(
+    ctx: ToolContext, pathInProject: str, line: int, character: int
+) -> dict[str, Any]:
+    """Every reference of the symbol at (line, character), sorted by path and position."""
+    source = load_source(ctx, pathInProject, tool="find_references")
+    check_position(source, line, character)
+    intel = engine(ctx)
+    found = intel.run(
+        lambda: intel.references(source, line, character),
+        timeout=timeout(ctx),
+        what=f"Finding references from {source.shown}",
+    )
+    return {"references": [ref.as_json(ctx) for ref in found]}
+
+
+@tools.tool(
+    "refactor_code_at_location",
+    "Refactor Python code at a 0-based position: 'rename' the symbol there across the project, "
+    "notebooks included (options.newName); 'extract_variable' or 'extract_function' for the "
+    "code from (line, character) to (options.endLine, options.endCharacter), named "
+    "options.newName; 'inline' the variable there. Every changed file is written, or none.",
+    {
+        "pathInProject": PATH,
+        "line": LINE,
+        "character": CHARACTER,
+        "refactorType": {
+            "type": "string",
+            "description": "One of: " + ", ".join(REFACTOR_TYPES) + ".",
+        },
+        "options": {
+            "type": "object",
+            "properties": {
+                "newName": {
+                    "type": "string",
+                    "description": "New name (rename) or name of the new variable or function.",
+                },
+                "endLine": {
+                    "type": "integer",
+                    "minimum": 0,
+                    "description": "End line of the code to extract (0-based).",
+                },
+                "endCharacter": {
+                    "type": "integer",
+                    "minimum": 0,
+                    "description": "End character (exclusive) of the code to extract (0-based).",
+                },
+            },
+            "additionalProperties": False,
+        },
+    },
+    required=["pathInProject", "line", "character", "refactorType"],
+    destructive=True,
+    title="Refactor code",
+)
+def refactor_code_at_location(
+    ctx: ToolContext,
+    pathInProject: str,
+    line: int,
+    character: int,
+    refactorType: str,
+    options: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Compute the refactoring with jedi, then write all changed files atomically."""
+    if refactorType not in REFACTOR_TYPES:
+        raise ToolError(
+            f"Unknown refactorType {refactorType!r}; supported: " + ", ".join(REFACTOR_TYPES)
+        )
+    options = options or {}
+    new_name = check_identifier(options.get("newName")) if refactorType != "inline" else None
+    source = load_source(ctx, pathInProject, tool="refactor_code_at_location")
+    check_position(source, line, character)
+    intel = engine(ctx)
+
+    def read(path: Path) -> Source:
+        return load_source(ctx, ctx.relative(path), tool="refactor_code_at_location")
+
+    if refactorType == "rename":
+        assert new_name is not None
+        work = lambda: intel.rename(source, line, character, new_name, read)  # noqa: E731
+    elif refactorType == "inline":
+        work = lambda: intel.jedi_refactoring(  # noqa: E731
+            source, lambda s: s.inline(line + 1, character), read
+        )
+    else:
+        until = _until(source, line, character, options)
+        method = refactorType
+
+        def make(script: Any) -> Any:
+            return getattr(script, method)(
+                line + 1,
+                character,
+                new_name=new_name,
+                until_line=None if until is None else until[0] + 1,
+                until_column=None if until is None else until[1],
+            )
+
+        work = lambda: intel.jedi_refactoring(source, make, read)  # noqa: E731
+    changes, edits = intel.run(work, timeout=timeout(ctx), what=f"{refactorType} in {source.shown}")
+    if not changes:
+        raise ToolError(f"{refactorType} at line {line}, character {character} changes nothing")
+    apply_changes(ctx, changes, lambda path: notify_written(ctx, path))
+    intel.index.invalidate(list(changes))
+    changed = sorted(shown for shown, _, _ in changes.values())
+    return {
+        "success": True,
+        "message": _message(refactorType, new_name, edits, changed),
+        "changedFiles": changed,
+        "edits": edits,
+    }
+
+
+def _until(
+    source: Source, line: int, character: int, options: dict[str, Any]
+) -> tuple[int, int] | None:
+    end_line = options.get("endLine")
+    end_character = options.get("endCharacter")
+    if end_line is None and end_character is None:
+        return None  # jedi takes the expression at the position
+    if end_line is None or end_character is None:
+        raise ToolError("options.endLine and options.endCharacter must be given together")
+    check_position(source, end_line, end_character)
+    if (end_line, end_character) <= (line, character):
+        raise ToolError(
+            f"The range ends (line {end_line}, character {end_character}) before it starts "
+            f"(line {line}, character {character})"
+        )
+    return end_line, end_character
+
+
+def _message(kind: str, new_name: str | None, edits: int, changed: list[str]) -> str:
+    files = f"{len(changed)} file" + ("" if len(changed) == 1 else "s")
+    edit_word = "edit" if edits == 1 else "edits"
+    if kind == "rename":
+        return f"Successfully renamed to {new_name}: {edits} {edit_word} in {files}"
+    if kind == "extract_variable":
+        return f"Successfully extracted variable {new_name} ({edits} {edit_word} in {files})"
+    if kind == "extract_function":
+        return f"Successfully extracted function {new_name} ({edits} {edit_word} in {files})"
+    return f"Successfully inlined the variable ({edits} {edit_word} in {files})"
