@@ -322,10 +322,14 @@ class Plugin:
                     raise PluginError(
                         f"registered name {name} is over {MAX_REGISTERED_NAME_BYTES} bytes"
                     )
-            except PluginError as e:
-                label = _field(raw, "name")
+            except Exception as e:  # PluginError, or a declaration object that fails to answer
+                try:
+                    label = _field(raw, "name")
+                except Exception:
+                    label = None
                 key = label if isinstance(label, str) else f"#{position}"
-                self.refused[key] = str(e)
+                reason = str(e) if isinstance(e, PluginError) else f"{type(e).__name__}: {e}"
+                self.refused[key] = reason
                 continue
             self.tools.append(self._tool(declaration, name))
 
@@ -453,7 +457,12 @@ def load_entry_point(entry_point: importlib.metadata.EntryPoint) -> Plugin:
     except Exception as e:
         raise PluginError(f"cannot import {entry_point.value}: {type(e).__name__}: {e}") from e
     module = importlib.import_module(entry_point.module)
-    return Plugin(entry_point.name, obj, package=_package_of(module))
+    try:
+        return Plugin(entry_point.name, obj, package=_package_of(module))
+    except PluginError:
+        raise
+    except Exception as e:  # a plugin's constructor or ``tools`` property that fails
+        raise PluginError(f"cannot be set up: {type(e).__name__}: {e}") from e
 
 
 class PluginHost:

@@ -114,6 +114,25 @@ class NoCall:
     tools = [_tool("orphan")]
 
 
+class FailsToStart:
+    def __init__(self):
+        raise OSError("the licence server is down")
+
+
+class StrangeDeclaration:
+    """A declaration object whose attributes raise."""
+
+    class _Weird:
+        @property
+        def name(self):
+            raise KeyError("name")
+
+    tools = [_Weird(), _tool("fine")]
+
+    def call(self, tool, arguments, ctx):
+        return "fine"
+
+
 class LongName:
     tools = [_tool("a_tool_name_of_exactly_forty_characters_")]
 
@@ -162,6 +181,8 @@ bad.plugin = mcp_test_plugins:Bad
 clash.a = mcp_test_plugins:ClashDot
 clash_a = mcp_test_plugins:ClashUnder
 no.call = mcp_test_plugins:NoCall
+fails.to.start = mcp_test_plugins:FailsToStart
+strange = mcp_test_plugins:StrangeDeclaration
 broken.plugin = mcp_test_plugins:missing_attribute
 long_plugin_id_of_thirty_chars = mcp_test_plugins:LongName
 objects = mcp_test_plugins:Objects
@@ -416,6 +437,8 @@ def test_invalid_declarations_are_logged_with_the_plugin_and_reason(
         "tool string_destructive: 'destructive' must be true or false",
         "plugin no.call refused: the plugin object has no call(tool, arguments, ctx) function",
         "plugin broken.plugin refused: cannot import mcp_test_plugins:missing_attribute",
+        "plugin fails.to.start refused: cannot be set up: OSError: the licence server is down",
+        "plugin strange: declaration #0 refused: KeyError",
         "plugin long_plugin_id_of_thirty_chars: declaration a_tool_name_of_exactly_forty_"
         "characters_ refused: registered name",
         "tool clash_a__same withheld: declared by more than one tool (plugins clash.a, clash_a)",
@@ -423,6 +446,7 @@ def test_invalid_declarations_are_logged_with_the_plugin_and_reason(
         assert expected in text, expected
     names_ = {tool.name for tool in registry.all()}
     assert "bad_plugin__ok" in names_ and "clash_a__same" not in names_
+    assert "strange__fine" in names_
 
 
 @pytest.mark.parametrize("mcp_config", [{"read_only": True}])
