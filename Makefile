@@ -96,15 +96,16 @@ run: $(STAMPS)/develop
 
 # --- make test ------------------------------------------------------------------------------
 
-# Browser tests need Debian's Chromium at /usr/bin/chromium; without it they skip.
+# Browser tests need Debian's Chromium at $(CHROMIUM); without it they skip.
+CHROMIUM ?= /usr/bin/chromium
 chromium:
-	@if [ -x /usr/bin/chromium ]; then :; \
+	@if [ -x $(CHROMIUM) ]; then :; \
 	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 		echo "==> installing Debian's chromium (apt-get)"; \
 		DEBIAN_FRONTEND=noninteractive $(QUIET) apt-get update -q && \
 		DEBIAN_FRONTEND=noninteractive $(QUIET) apt-get install -y -q chromium; \
 	else \
-		echo "note: /usr/bin/chromium is missing and cannot be installed here (needs root and"; \
+		echo "note: $(CHROMIUM) is missing and cannot be installed here (needs root and"; \
 		echo "      apt-get): the browser tests will be skipped."; \
 	fi
 
