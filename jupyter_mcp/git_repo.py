@@ -638,9 +638,7 @@ class GitProject:
         before = self.head_commit()
         rebase = (self.config("pull.rebase") or "").lower()
         mode = (
-            "--rebase"
-            if rebase in ("true", "merges", "interactive", "m", "i")
-            else "--no-rebase"
+            "--rebase" if rebase in ("true", "merges", "interactive", "m", "i") else "--no-rebase"
         )
         args = ["pull", "--no-edit", "--no-autostash", mode, remote] + ([branch] if branch else [])
         result = self.run(*args, env=self._network_env(), timeout=NETWORK_TIMEOUT, check=False)
@@ -662,6 +660,7 @@ class GitProject:
             "previousCommit": before,
             "commitHash": after,
             "output": (result.stdout + result.stderr).strip(),
+            "_changed": self.changed_between(before, after),
         }
 
     def _has_upstream(self, branch: str, remote: str) -> bool:

@@ -128,10 +128,7 @@ def approve(mcp_app: Any) -> Iterator[list[Any]]:
 # --- repositories that are not, or barely, repositories ---------------------------------
 
 
-async def test_every_tool_says_git_is_not_available_outside_a_repository(
-    fails, jp_root_dir, monkeypatch
-):
-    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(jp_root_dir.parent))
+async def test_every_tool_says_git_is_not_available_outside_a_repository(fails, jp_root_dir):
     (jp_root_dir / "a.txt").write_text("x")
     for tool, arguments in GIT_TOOLS.items():
         error = await fails(tool, **arguments)
@@ -483,6 +480,29 @@ async def test_concurrent_commits_are_serialised(call, repo):
     assert git(repo, "status", "--porcelain") == ""
 
 
+async def test_git_work_runs_off_the_event_loop(ok, call, repo):
+    # A pre-commit hook that waits until the test lets it go: while it waits, other calls
+    # are answered, so the commit is not holding the server's event loop.
+    started, release = repo / ".git" / "started", repo / ".git" / "release"
+    hook = repo / ".git" / "hooks" / "pre-commit"
+    hook.write_text(
+        f"#!/bin/sh\ntouch '{started}'\n"
+        f"for i in $(seq 300); do [ -e '{release}' ] && exit 0; sleep 0.1; done\nexit 1\n"
+    )
+    hook.chmod(0o755)
+    (repo / "c.txt").write_text("c\n")
+    commit = asyncio.ensure_future(call("commit_changes", message="Add c", files=["c.txt"]))
+    while not started.exists():
+        await asyncio.sleep(0.05)
+
+    read = await ok("get_file_text_by_path", pathInProject="a.txt")
+
+    assert read["content"] == "one\n" and not commit.done()
+    release.touch()
+    assert (await commit)["error"] is None
+    assert git(repo, "show", "--name-only", "--format=", "HEAD").split() == ["c.txt"]
+
+
 # --- pull_changes -------------------------------------------------------------------------
 
 
@@ -502,13 +522,17 @@ def remote(tmp_path: Path, jp_root_dir: Path) -> dict[str, Path]:
     return {"bare": bare, "pusher": pusher, "project": jp_root_dir}
 
 
-async def test_pull_fast_forward_and_up_to_date(ok, remote):
+async def test_pull_fast_forward_and_up_to_date(ok, remote, mcp_app, monkeypatch):
     project, pusher = remote["project"], remote["pusher"]
     pushed = commit_file(pusher, "shared.txt", "line 1\nline 2\n", "Upstream change")
     git(pusher, "push", "-q", "origin", "main")
 
+    written: list[Path] = []
+    monkeypatch.setitem(mcp_app.tool_context.services, "on_file_written", written.append)
+
     done = await ok("pull_changes")
 
+    assert written == [project / "shared.txt"]
     assert done["success"] is True and done["message"].startswith("Fast-forward")
     assert done["commitHash"] == pushed == git(project, "rev-parse", "HEAD").strip()
     assert (project / "shared.txt").read_text() == "line 1\nline 2\n"
@@ -614,12 +638,15 @@ async def test_pull_needing_credentials_fails_fast_without_prompting(
 # --- switch_branch / create_branch --------------------------------------------------------
 
 
-async def test_switch_branch(ok, fails, repo):
+async def test_switch_branch(ok, fails, repo, mcp_app, monkeypatch):
     git(repo, "switch", "-q", "-c", "develop")
     commit_file(repo, "a.txt", "develop version\n", "Develop change")
     git(repo, "switch", "-q", "main")
+    written: list[Path] = []
+    monkeypatch.setitem(mcp_app.tool_context.services, "on_file_written", written.append)
 
     done = await ok("switch_branch", branch="develop")
+    assert written == [repo / "a.txt"]  # open editors are told the file changed on disk
     assert done == {
         "success": True,
         "branch": "develop",
@@ -658,7 +685,15 @@ async def test_create_branch(ok, fails, repo):
     assert git(repo, "branch", "--show-current").strip() == "other"
     assert (repo / "a.txt").read_text() == "work in progress\n"
 
+    git(repo, "switch", "-q", "main")
+    commit_file(repo, "b.txt", "bee 2\n", "Change b")
+    (repo / "b.txt").write_text("unsaved\n")
     before = state(repo)
+    error = await fails(
+        "branch_action", action="create", branchName="from-old", sourceBranch="HEAD~1"
+    )
+    assert "would be overwritten" in error and "b.txt" in error
+    assert state(repo) == before  # the branch was not left behind
     assert "already exists" in await fails("create_branch", branch="feature/new")
     assert "Invalid branch name" in await fails("create_branch", branch="bad..name")
     assert "Invalid branch name" in await fails("create_branch", branch="")
