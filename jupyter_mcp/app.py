@@ -10,6 +10,7 @@ from traitlets import Bool, Float, Int, List, TraitError, Unicode, Union, observ
 from . import __version__
 from .context import ACTION_APPROVAL_PATTERNS, Settings, ToolContext
 from .editor import EditorBridge
+from .execution import install_execution_services, stop_execution_services
 from .plugins import PluginHost, load_plugins
 from .registry import Registry
 from .seed_port import SeedPortListener, parse_port_range
@@ -106,6 +107,15 @@ class JupyterMCP(ExtensionApp):
         ),
     )
 
+    breakpoints_file = Unicode(
+        "",
+        config=True,
+        help=(
+            "JSON file where breakpoints are kept across restarts (keyed by project root); "
+            "empty means <jupyter data dir>/jupyter_mcp/breakpoints.json."
+        ),
+    )
+
     registry: Registry
     tool_context: ToolContext
 
@@ -165,6 +175,7 @@ class JupyterMCP(ExtensionApp):
             serverapp=self.serverapp,
         )
         self.registry = Registry(builtin_tools())
+        install_execution_services(self.tool_context, breakpoints_file=self.breakpoints_file)
         EditorBridge(self.tool_context).install(self.registry)
         self.log.info(
             "jupyter_mcp %s: %d tools for %s", __version__, len(self.registry.all()), root_dir
@@ -202,6 +213,8 @@ class JupyterMCP(ExtensionApp):
 
     async def stop_extension(self) -> None:
         """Close the seed port-range listener."""
+        if hasattr(self, "tool_context"):
+            await stop_execution_services(self.tool_context)
         listener = getattr(self, "seed_port", None)
         if listener is not None:
             await listener.stop()

@@ -198,7 +198,7 @@ def _task_configs(root: Path, log: Any) -> list[RunConfig]:
         return []
     if not isinstance(data, dict):
         return []
-    shared_options = data.get("options") if isinstance(data.get("options"), dict) else {}
+    shared_options: dict[str, Any] = _dict(data.get("options"))
     found = []
     for raw in data.get("tasks", []):
         if not isinstance(raw, dict):
@@ -209,7 +209,7 @@ def _task_configs(root: Path, log: Any) -> list[RunConfig]:
         label = task.get("label") or task.get("taskName")
         try:
             task = _substitute(task, root)
-            options = {**shared_options, **(task.get("options") or {})}
+            options = {**shared_options, **_dict(task.get("options"))}
             options = _substitute(options, root)
             cwd = _cwd(options.get("cwd"), root)
             env = _env(options.get("env"))
@@ -225,10 +225,13 @@ def _task_configs(root: Path, log: Any) -> list[RunConfig]:
                     command = command.get("value")
                 if not isinstance(command, str) or not command:
                     raise _Unsupported("has no command")
-                args = [
-                    a.get("value") if isinstance(a, dict) else a for a in task.get("args") or []
-                ]
-                args = [a if isinstance(a, str) else json.dumps(a) for a in args]
+                raw_args = task.get("args") or []
+                if isinstance(raw_args, str):
+                    raw_args = shlex.split(raw_args)
+                if not isinstance(raw_args, list):
+                    raise _Unsupported("has args that are neither a string nor a list")
+                values = [a.get("value") if isinstance(a, dict) else a for a in raw_args]
+                args = [a if isinstance(a, str) else json.dumps(a) for a in values]
                 label = label or command
                 if kind == "shell":
                     line = " ".join([command, *(shlex.quote(a) for a in args)])
@@ -243,6 +246,10 @@ def _task_configs(root: Path, log: Any) -> list[RunConfig]:
         except _Unsupported as e:
             log.debug("Skipping task %r: it %s", label, e)
     return found
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
 
 
 def _npm_configs(root: Path, log: Any) -> list[RunConfig]:
