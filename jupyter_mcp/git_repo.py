@@ -407,7 +407,6 @@ class GitProject:
     def history(self, path_in_project: str, max_entries: int) -> list[dict[str, Any]]:
         """Commits that changed a file, newest first, following renames."""
         path = self.repo_path(path_in_project)
-        self.require_commits()
         args = [
             "log",
             f"--max-count={max_entries}",
@@ -417,7 +416,11 @@ class GitProject:
         if path and not on_disk.is_dir():
             args += ["--follow", "--name-only"]
         args += ["HEAD", "--", path or "."]
-        out = self.run(*args).stdout
+        result = self.run(*args, check=False)
+        if result.status != 0:
+            self.require_commits()
+            raise ToolError(git_reason(result.stderr) or "git log failed")
+        out = result.stdout
         entries = []
         for record in out.split("\x1e")[1:]:
             sha, author, email, when, message, names = record.split("\x1f", 5)
@@ -510,17 +513,25 @@ class GitProject:
             commit1 = "HEAD"
         old = self.resolve_commit(commit1, "commit1")
         new = self.resolve_commit(commit2, "commit2") if commit2 is not None else None
-        on_disk = self.worktree / path
-        old_blob = self._blob(old, path)
-        new_blob = self._blob(new, path) if new else _read_file(on_disk)
-        if old_blob is None and new_blob is None:
-            where = f"{commit1} or {commit2}" if new else f"{commit1} or the working tree"
-            raise ToolError(f"File not found: {path_in_project} is in neither {where}")
         shown = self.project_path(path) or path
         if path.lower().endswith(".ipynb"):
+            old_blob = self._blob(old, path)
+            new_blob = self._blob(new, path) if new else _read_file(self.worktree / path)
+            self._require_somewhere(old_blob, new_blob, path_in_project, commit1, commit2)
             views = [_notebook_text(b, shown) for b in (old_blob, new_blob)]
             if all(v is not False for v in views):
                 return unified_diff(shown, views[0], views[1])  # type: ignore[arg-type]
+        args = ["diff", "--no-color", "--no-ext-diff"]
+        if self.prefix:
+            args.append(f"--relative={self.prefix}")
+        args += [old] + ([new] if new else []) + ["--", path]
+        text = self.run(*args).stdout
+        if text:
+            return text
+        # No difference, an untracked file, or no such file at all: tell them apart.
+        old_blob = self._blob(old, path)
+        new_blob = self._blob(new, path) if new else _read_file(self.worktree / path)
+        self._require_somewhere(old_blob, new_blob, path_in_project, commit1, commit2)
         if new is None and old_blob is None and not self._tracked(path):
             try:
                 return unified_diff(shown, None, _text_or_none(new_blob))
@@ -529,11 +540,15 @@ class GitProject:
                     f"diff --git a/{shown} b/{shown}\nnew file mode 100644\n"
                     f"Binary files /dev/null and b/{shown} differ\n"
                 )
-        args = ["diff", "--no-color", "--no-ext-diff"]
-        if self.prefix:
-            args.append(f"--relative={self.prefix}")
-        args += [old] + ([new] if new else []) + ["--", path]
-        return self.run(*args).stdout
+        return ""
+
+    @staticmethod
+    def _require_somewhere(
+        old: bytes | None, new: bytes | None, shown: str, commit1: str, commit2: str | None
+    ) -> None:
+        if old is None and new is None:
+            where = f"{commit1} or {commit2}" if commit2 else f"{commit1} or the working tree"
+            raise ToolError(f"File not found: {shown} is in neither {where}")
 
     # ----------------------------------------------------------------- writing tools
 
