@@ -130,6 +130,28 @@ def _env(value: Any) -> dict[str, str]:
     }
 
 
+def _env_file(value: Any, root: Path) -> dict[str, str]:
+    """Variables of a launch configuration's ``envFile`` (``KEY=VALUE`` lines, ``#`` comments)."""
+    if not isinstance(value, str) or not value:
+        return {}
+    path = Path(value) if Path(value).is_absolute() else root / value
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError as e:
+        raise _Unsupported(f"has an envFile that cannot be read ({e})") from e
+    found = {}
+    for line in lines:
+        line = line.strip()
+        if not line or line.startswith("#") or "=" not in line:
+            continue
+        key, _, val = line.removeprefix("export ").partition("=")
+        val = val.strip()
+        if len(val) >= 2 and val[0] == val[-1] and val[0] in "'\"":
+            val = val[1:-1]
+        found[key.strip()] = val
+    return found
+
+
 def _args(value: Any) -> list[str]:
     if value is None:
         return []
@@ -176,7 +198,7 @@ def _launch_configs(root: Path, log: Any) -> list[RunConfig]:
                     source="launch",
                     cwd=_cwd(cfg.get("cwd"), root),
                     argv=argv,
-                    env=_env(cfg.get("env")),
+                    env={**_env_file(cfg.get("envFile"), root), **_env(cfg.get("env"))},
                 )
             )
         except _Unsupported as e:
@@ -499,7 +521,7 @@ class RunManager:
         api_path = config.cwd.relative_to(self.root_dir).as_posix()
         try:
             kwargs: dict[str, Any] = {"path": "" if api_path == "." else api_path}
-            kernel_name = await asyncio.to_thread(_notebook_kernel, config.notebook, manager)
+            kernel_name = await asyncio.to_thread(_kernel_for, config.notebook, manager)
             if kernel_name:
                 kwargs["kernel_name"] = kernel_name
             run.kernel_id = await manager.start_kernel(**kwargs)
@@ -658,14 +680,25 @@ class RunManager:
                 await self.stop(run.config.name)
 
 
-def _notebook_kernel(notebook: Path | None, manager: Any) -> str | None:
-    """The kernel a notebook asks for in its metadata, when the server has it."""
-    if notebook is None:
-        return None
+def _kernel_for(notebook: Path | None, manager: Any) -> str | None:
+    """The kernel to start: the one a notebook asks for, else a Python kernel for programs.
+
+    None means the server's default kernel.
+    """
     try:
-        meta = json.loads(notebook.read_text(encoding="utf-8")).get("metadata", {})
-        name = meta.get("kernelspec", {}).get("name")
-        specs = manager.kernel_spec_manager.find_kernel_specs()
+        specs = manager.kernel_spec_manager.get_all_specs()
     except Exception:
         return None
-    return name if name in specs else None
+    if notebook is not None:
+        try:
+            meta = json.loads(notebook.read_text(encoding="utf-8")).get("metadata", {})
+            name = meta.get("kernelspec", {}).get("name")
+        except (OSError, ValueError, AttributeError):
+            return None
+        return name if name in specs else None
+    # Programs and tasks are started by Python code in the kernel: make sure it is Python.
+    default = getattr(manager, "default_kernel_name", None)
+    python = [n for n, s in specs.items() if s.get("spec", {}).get("language") == "python"]
+    if default in python or not python:
+        return None
+    return "python3" if "python3" in python else sorted(python)[0]

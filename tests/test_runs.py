@@ -28,6 +28,7 @@ LAUNCH = """{
       "args": ["--greeting", "hello world", "${workspaceFolderBasename}"],
       "cwd": "${workspaceFolder}/scripts",
       "env": {"APP_MODE": "testing", "APP_NUMBER": 7}, /* numbers become strings */
+      "envFile": "${workspaceFolder}/.env",
     },
     {"name": "Module", "type": "python", "request": "launch", "module": "http.server"},
     {"name": "Attach", "type": "python", "request": "attach", "port": 5678},
@@ -80,6 +81,7 @@ def project(jp_root_dir: Path) -> Path:
     (jp_root_dir / ".vscode" / "launch.json").write_text(LAUNCH)
     marker = f"{100 + uuid.uuid4().int % 1000}.{uuid.uuid4().int % 10**6}"
     (jp_root_dir / ".vscode" / "tasks.json").write_text(TASKS.replace("MARKER_VALUE", marker))
+    (jp_root_dir / ".env").write_text("# comment\nFROM_FILE='yes'\nAPP_MODE=overridden\n")
     (jp_root_dir / "scripts").mkdir()
     (jp_root_dir / "scripts" / "app.py").write_text(SCRIPT)
     (jp_root_dir / "package.json").write_text(
@@ -139,7 +141,7 @@ def test_discovery_details(project: Path) -> None:
         project.name,
     ]
     assert script.cwd == (project / "scripts").resolve()
-    assert script.env == {"APP_MODE": "testing", "APP_NUMBER": "7"}
+    assert script.env == {"FROM_FILE": "yes", "APP_MODE": "testing", "APP_NUMBER": "7"}
     assert configs["Module"].argv == ["${python}", "-m", "http.server"]
     assert configs["Write Marker"].cwd == project.resolve()
     assert configs["In Subfolder"].argv == ["pwd"]
