@@ -102,7 +102,13 @@ class ProjectTerminal:
         if "\x00" in command:
             raise ToolError("command must not contain NUL characters")
         term = self.ensure()
-        # Let the output of whatever ran before settle, so it is not taken for this command's.
+        if self.busy():
+            # Typing now would feed the running program's input, not the shell.
+            raise ToolError(
+                f"The project terminal '{self.name}' is still running "
+                f"{self.last_command or 'a command'!r}; wait for it (read_terminal_output with "
+                "waitMs), stop it in JupyterLab, or use run_command_on_background"
+            )
         offset = self.output.end
         self.command_offset = offset
         self.last_command = command

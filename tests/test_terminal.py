@@ -221,13 +221,22 @@ async def test_terminal_command_is_visible_and_its_output_readable(
     assert list(manager.terminals) == ["mcp"]
 
 
-async def test_terminal_reports_running_command(ok: Any) -> None:
+async def test_terminal_reports_running_command(ok: Any, fails: Any, mcp_app: Any) -> None:
     await ok("execute_terminal_command", command="sleep 1.5; echo finished-now")
     answer = await ok("read_terminal_output")
     assert answer["running"] is True
+    # Nothing is typed into a terminal whose foreground job is still running.
+    deadline = time.monotonic() + 5
+    while not mcp_app.tool_context.services["project_terminal"].busy():
+        assert time.monotonic() < deadline
+        await asyncio.sleep(0.05)
+    assert "still running" in await fails(
+        "execute_terminal_command", command="echo typed-too-early"
+    )
     answer = await ok("read_terminal_output", waitMs=10000)
     assert answer["running"] is False
     assert "finished-now" in answer["output"]
+    assert "typed-too-early" not in answer["output"]
     # Following by offset: nothing new after the last offset.
     later = await ok("read_terminal_output", offset=answer["nextOffset"])
     assert later["output"] == ""
