@@ -499,7 +499,8 @@ class GitProject:
 
     def _blob(self, sha: str, path: str) -> bytes | None:
         result = self.run("cat-file", "blob", f"{sha}:{path}", check=False, raw=True)
-        return result.stdout if result.status == 0 else None
+        data: Any = result.stdout  # bytes, since raw=True
+        return data if result.status == 0 else None
 
     def _tracked(self, path: str) -> bool:
         return bool(self.run("ls-files", "--", path).stdout.strip())
@@ -564,7 +565,7 @@ class GitProject:
                 "Nothing to commit: no changes are staged (stage them first, or pass files)"
             )
         self.run("commit", "--no-edit", "-m", message)
-        return self._commit_result(None)
+        return self._commit_result()
 
     def _commit_only(self, message: str, files: list[str]) -> dict[str, Any]:
         if not files:
@@ -603,7 +604,7 @@ class GitProject:
         # The real index now agrees with the new commit for these paths; other staged
         # changes stay staged.
         self.run("reset", "--quiet", "HEAD", "--", *paths, check=False)
-        return self._commit_result(paths)
+        return self._commit_result()
 
     def _known(self, path: str) -> bool:
         if self._tracked(path):
@@ -611,7 +612,7 @@ class GitProject:
         head = self.head_commit()
         return bool(head and self.run("ls-tree", "--name-only", head, "--", path).stdout.strip())
 
-    def _commit_result(self, _paths: list[str] | None) -> dict[str, Any]:
+    def _commit_result(self) -> dict[str, Any]:
         sha = self.require_commits()
         names = self.run(
             "diff-tree",

@@ -18,7 +18,7 @@ from ..registry import ToolSet
 
 tools = ToolSet()
 
-READ = {"read_only": True, "idempotent": True}
+READ: dict[str, Any] = {"read_only": True, "idempotent": True}
 
 PATH = {
     "type": "string",
