@@ -466,6 +466,23 @@ async def test_commit_refusals_leave_everything_as_it_was(ok, fails, repo):
     assert state(repo) == nothing_staged
 
 
+async def test_conflicted_merge_in_progress(ok, fails, repo):
+    git(repo, "switch", "-q", "-c", "other")
+    commit_file(repo, "a.txt", "other\n", "Other a")
+    git(repo, "switch", "-q", "main")
+    commit_file(repo, "a.txt", "main\n", "Main a")
+    git(repo, "merge", "other", check=False)  # stops with a conflict in a.txt
+    (repo / "b.txt").write_text("changed b\n")
+    before = state(repo)
+
+    status = await ok("get_project_vcs_status")
+    conflicted = [s for s in status if s.get("conflict")]
+    assert [s["pathInProject"] for s in conflicted] == ["a.txt"]
+    error = await fails("commit_changes", message="m", files=["b.txt"])
+    assert "while a merge is in progress" in error
+    assert state(repo) == before
+
+
 async def test_concurrent_commits_are_serialised(call, repo):
     names = [f"f{i}.txt" for i in range(6)]
     for name in names:
@@ -594,6 +611,44 @@ async def test_pull_refusals(fails, remote):
     assert state(remote["project"]) == detached
     git(remote["project"], "switch", "-q", "main")
     assert state(remote["project"]) == before
+
+
+async def test_pull_with_rebase_configured(ok, fails, remote):
+    project, pusher = remote["project"], remote["pusher"]
+    git(project, "config", "pull.rebase", "true")
+    pushed = commit_file(pusher, "other.txt", "upstream other\n", "Upstream change")
+    git(pusher, "push", "-q", "origin", "main")
+    commit_file(project, "local.txt", "mine\n", "Local change")
+
+    done = await ok("pull_changes")
+
+    assert done["message"].startswith("Rebased")
+    assert git(project, "rev-parse", "HEAD~1").strip() == pushed
+    assert git(project, "log", "-1", "--format=%s").strip() == "Local change"
+
+    commit_file(pusher, "shared.txt", "theirs\n", "Upstream shared")
+    git(pusher, "push", "-q", "origin", "main")
+    commit_file(project, "shared.txt", "ours\n", "Local shared")
+    before = state(project)
+    error = await fails("pull_changes")
+    assert "conflict" in error and "shared.txt" in error and "rebase was aborted" in error
+    assert state(project) == before
+    assert not (project / ".git" / "rebase-merge").exists()
+
+
+async def test_switch_to_a_branch_that_exists_only_on_the_remote(ok, remote):
+    project, pusher = remote["project"], remote["pusher"]
+    git(pusher, "switch", "-q", "-c", "remote-only")
+    pushed = commit_file(pusher, "remote.txt", "r\n", "Remote-only work")
+    git(pusher, "push", "-q", "origin", "remote-only")
+    git(project, "fetch", "-q", "origin")
+
+    done = await ok("switch_branch", branch="remote-only")
+
+    assert done["commitHash"] == pushed
+    assert git(project, "rev-parse", "--abbrev-ref", "remote-only@{upstream}").strip() == (
+        "origin/remote-only"
+    )
 
 
 class _AskForCredentials(http.server.BaseHTTPRequestHandler):
