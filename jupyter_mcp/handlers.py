@@ -208,9 +208,12 @@ def parse_arguments(body: bytes, limit: int) -> Any:
 
 def default_handlers() -> list[tuple[str, type[Any]]]:
     """Routes of the seed and proxy REST surfaces (the extension app adds ``base_url``)."""
+    from .asgi import StreamableHTTPHandler
     from .bridge_ws import EditorBridgeHandler
 
     return [
+        # Standard MCP (Streamable HTTP) at exactly {base_url}mcp.
+        (r"/mcp", StreamableHTTPHandler),
         # Before the tool route, which would otherwise take "bridge" for a tool name.
         (r"/mcp/bridge", EditorBridgeHandler),
         (r"/mcp/initialize", InitializeHandler),

@@ -1,0 +1,74 @@
+"""How to add a running server to MCP clients: the lines users paste.
+
+:func:`client_snippets` is what ``jupyter mcp config`` and ``make run`` print: Claude Code over
+HTTP (with the token header) and over stdio, and the ``mcpServers`` JSON for Claude Desktop and
+Cursor. The stdio forms run the bridge, which finds the server serving the project folder
+through Jupyter's runtime files, so no token ends up in a config file.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import shutil
+import sys
+from pathlib import Path
+from typing import Any
+
+
+def bridge_command(root_dir: str | None = None) -> list[str]:
+    """The command line that starts the stdio bridge for ``root_dir``, with absolute paths.
+
+    Desktop apps start servers with a bare environment, so the executable is spelled out.
+    """
+    beside = Path(sys.executable).parent / "jupyter-mcp"
+    exe = str(beside) if beside.exists() else shutil.which("jupyter-mcp")
+    command = [exe] if exe else [sys.executable, "-m", "jupyter_mcp.bridge"]
+    command.append("stdio")
+    if root_dir:
+        command += ["--root", root_dir]
+    return command
+
+
+def stdio_entry(root_dir: str | None = None) -> dict[str, Any]:
+    """An ``mcpServers`` entry (Claude Desktop, Cursor) that runs the stdio bridge."""
+    command = bridge_command(root_dir)
+    return {"command": command[0], "args": command[1:]}
+
+
+def http_entry(mcp_url: str, token: str) -> dict[str, Any]:
+    """An ``mcpServers`` entry for clients that speak Streamable HTTP themselves (Cursor)."""
+    entry: dict[str, Any] = {"url": mcp_url}
+    if token:
+        entry["headers"] = {"Authorization": f"token {token}"}
+    return entry
+
+
+def client_snippets(
+    mcp_url: str, token: str, *, root_dir: str | None = None, name: str = "jupyter"
+) -> str:
+    """The configuration lines for Claude Code, Claude Desktop and Cursor, as printable text."""
+    header = f' --header "Authorization: token {token}"' if token else ""
+    stdio = shlex.join(bridge_command(root_dir))
+    desktop = json.dumps({"mcpServers": {name: stdio_entry(root_dir)}}, indent=2)
+    cursor_http = json.dumps({"mcpServers": {name: http_entry(mcp_url, token)}}, indent=2)
+    return "\n".join(
+        [
+            f"MCP endpoint: {mcp_url}",
+            "",
+            "Claude Code (HTTP):",
+            f"  claude mcp add --transport http {name} {mcp_url}{header}",
+            "Claude Code (stdio, no token stored):",
+            f"  claude mcp add {name} -- {stdio}",
+            "",
+            "Claude Desktop (claude_desktop_config.json) and Cursor (.cursor/mcp.json), stdio:",
+            desktop,
+            "",
+            "Cursor over HTTP instead (.cursor/mcp.json):",
+            cursor_http,
+            "",
+            "MCP Inspector:",
+            f"  npx @modelcontextprotocol/inspector --cli --transport http --server-url {mcp_url}"
+            f"{header} --method tools/list",
+        ]
+    )
