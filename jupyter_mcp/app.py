@@ -107,6 +107,12 @@ class JupyterMCP(ExtensionApp):
         ),
     )
 
+    search_max_file_bytes = Int(
+        8 * 1024 * 1024,
+        config=True,
+        help="Files larger than this many bytes are skipped by search_in_files_content.",
+    )
+
     breakpoints_file = Unicode(
         "",
         config=True,
@@ -132,6 +138,7 @@ class JupyterMCP(ExtensionApp):
             approval_timeout=self.approval_timeout,
             action_approval_patterns=tuple(self.action_approval_patterns),
             plugin_timeout=self.plugin_timeout,
+            search_max_file_bytes=self.search_max_file_bytes,
         )
 
     @observe(
@@ -145,6 +152,7 @@ class JupyterMCP(ExtensionApp):
         "approval_timeout",
         "action_approval_patterns",
         "plugin_timeout",
+        "search_max_file_bytes",
     )
     def _policy_changed(self, change: dict[str, Any]) -> None:
         if hasattr(self, "tool_context"):
@@ -211,22 +219,19 @@ class JupyterMCP(ExtensionApp):
 
         self.handlers.extend(default_handlers())
 
-    async def _start_jupyter_server_extension(self, serverapp: Any) -> None:
-        """Start the standard MCP session manager once the event loop runs."""
-        from .mcp_server import start_surface
-
-        await start_surface(self)
-
     async def stop_extension(self) -> None:
-        """Close the seed port-range listener."""
+        """Close the seed port-range listener and the search index's file watches."""
         if hasattr(self, "tool_context"):
-            from .mcp_server import stop_surface
-
-            await stop_surface(self)
             await stop_execution_services(self.tool_context)
         listener = getattr(self, "seed_port", None)
         if listener is not None:
             await listener.stop()
+        context = getattr(self, "tool_context", None)
+        index = context.services.pop("search_index", None) if context is not None else None
+        if index is not None:
+            import asyncio
+
+            await asyncio.to_thread(index.close)  # stops the search worker process
 
 
 main = launch_instance = JupyterMCP.launch_instance

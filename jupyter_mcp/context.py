@@ -66,6 +66,7 @@ class Settings:
     approval_timeout: float = 120.0
     action_approval_patterns: tuple[str, ...] = ACTION_APPROVAL_PATTERNS
     plugin_timeout: float = 5.0
+    search_max_file_bytes: int = 8 * 1024 * 1024
 
 
 class PathLocks:

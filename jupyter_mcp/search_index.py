@@ -34,9 +34,7 @@ from pathlib import Path
 
 import pathspec
 
-from .documents import looks_binary
 from .errors import ToolError
-from .notebook_text import notebook_view, read_notebook
 
 #: Folders never walked: version control data and Jupyter's checkpoint copies.
 SKIPPED_DIRS = frozenset({".git", ".hg", ".svn", ".bzr", "_darcs", ".jj", ".ipynb_checkpoints"})
@@ -684,10 +682,13 @@ def read_searchable(path: str, name: str, size: int, max_bytes: int) -> tuple[st
         return "unreadable", None
     if len(data) > max_bytes:
         return "large", None
-    if looks_binary(data[:_SNIFF]):
+    if b"\x00" in data[:_SNIFF]:  # as git and ripgrep decide
         return "binary", None
     text = data.decode("utf-8", "replace")
     if name.lower().endswith(".ipynb"):
+        # Imported here: jupytext is slow to import and only notebooks need it.
+        from .notebook_text import notebook_view, read_notebook
+
         with contextlib.suppress(ToolError):
             text = notebook_view(read_notebook(text, name))
     return "text", text
