@@ -828,6 +828,8 @@ class GitProject:
             result["_changed"] = self.changed_between(before, self.head_commit())
             return result
         fast_forward = self.is_ancestor(target_sha, source_sha)
+        if not fast_forward and tuple(self.repo.git.version_info[:2]) < (2, 38):
+            raise ToolError("Merging branches that diverged needs git 2.38 or newer")
         if not fast_forward:
             conflicts = self._merge_conflicts(target_sha, source_sha)
             if conflicts:
