@@ -219,9 +219,18 @@ class JupyterMCP(ExtensionApp):
 
         self.handlers.extend(default_handlers())
 
+    async def _start_jupyter_server_extension(self, serverapp: Any) -> None:
+        """Start the standard MCP session manager once the event loop runs."""
+        from .mcp_server import start_surface
+
+        await start_surface(self)
+
     async def stop_extension(self) -> None:
         """Close the seed port-range listener and the search index's file watches."""
         if hasattr(self, "tool_context"):
+            from .mcp_server import stop_surface
+
+            await stop_surface(self)
             await stop_execution_services(self.tool_context)
         listener = getattr(self, "seed_port", None)
         if listener is not None:
