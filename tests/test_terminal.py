@@ -14,6 +14,8 @@ from typing import Any
 import pytest
 
 from jupyter_mcp.context import ToolContext
+from jupyter_mcp.output import OutputBuffer, plain_text
+from jupyter_mcp.project_terminal import _drop_echo
 from jupyter_mcp.tools import terminal as terminal_tools
 from jupyter_mcp.tools.terminal import pick_command
 
@@ -285,3 +287,25 @@ def test_subprocess_helper_sees_processes() -> None:
         proc.kill()
         proc.wait()
     assert not _processes_with(f"sleep {marker}")
+
+
+# --- output capture helpers ----------------------------------------------------------------
+
+
+def test_output_buffer_keeps_the_tail_with_offsets() -> None:
+    buffer = OutputBuffer(cap=10)
+    buffer.append("0123456789")
+    buffer.append("abcde")
+    chunk = buffer.read(0)
+    assert (chunk.text, chunk.next_offset, chunk.truncated) == ("56789abcde", 15, True)
+    chunk = buffer.read(12)
+    assert (chunk.text, chunk.next_offset, chunk.truncated) == ("cde", 15, False)
+    assert buffer.read(99).text == ""
+
+
+def test_plain_text_and_echo_removal() -> None:
+    raw = "\x1b[?2004h\x1b]0;title\x07user@host:~$ echo hi\r\n\x1b[32mhi\x1b[0m\r\n50%\r100%\r\n"
+    assert plain_text(raw) == "user@host:~$ echo hi\nhi\n100%\n"
+    # The echo is found even when the line editor wrapped it at the terminal's width.
+    wrapped = "prompt$ echo aaaa bb\r\nbb cc\r\nresult\r\nprompt$ "
+    assert _drop_echo(wrapped, "echo aaaa bbbb cc") == "result\r\nprompt$ "

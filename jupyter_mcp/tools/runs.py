@@ -75,7 +75,8 @@ async def run_configuration(ctx: ToolContext, configName: str) -> str:
     "get_run_output",
     "Beyond the specification: the status (running, succeeded, failed, stopped, error), exit "
     "code, start/end time and output of the latest run of a configuration (the latest run of "
-    "any when configName is omitted). With waitMs, wait up to that long for it to finish "
+    "any when configName is omitted); a program's stdout and stderr are merged, a notebook's "
+    "cell outputs are shown as text. With waitMs, wait up to that long for it to finish "
     "first; with offset (a previous answer's nextOffset), only the output after it.",
     {
         "configName": CONFIG_NAME,
