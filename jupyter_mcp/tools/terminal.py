@@ -174,7 +174,8 @@ async def read_terminal_output(
     "run_command_on_background",
     "Execute a shell command in the background and return its output; the user does not see "
     "it. Runs in the project root unless `cwd` (inside the project) says otherwise. On timeout "
-    "the command and every process it started are killed and the result says timedOut. "
+    "the command and every process it started are killed and the result says timedOut "
+    "(exitCode null). "
     f"stdout and stderr are each capped at {OUTPUT_CAP_BYTES} bytes (truncated: true when cut).",
     {
         "command": {"type": "string", "description": "The shell command to execute."},
