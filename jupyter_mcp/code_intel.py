@@ -1,32 +1,29 @@
 """Code intelligence with jedi: symbols, references and refactorings across modules and notebooks.
 
-One :class:`CodeIntel` per server holds a ``jedi.Project`` rooted at the project root, an index
-of which files mention which identifiers (refreshed by modification time) and a cache of recent
-reference answers. Notebooks take part through their percent-format text view, the same text
-``get_file_text_by_path`` shows, so a position in a notebook is a line of that view. Jedi sees a
-notebook under a made-up ``.py`` path next to it (``analysis.ipynb.py``), with IPython syntax
-that jupytext left uncommented turned into comments without moving any other character.
+This is the analysis side. It runs in a separate worker process (see :func:`serve` and
+:mod:`jupyter_mcp.code_client`), so jedi's CPU time and garbage collection never stall the Jupyter
+server, and a call over its time limit can be stopped for real.
 
-All jedi work runs on one worker thread (jedi is not thread-safe), with a time limit per call:
-a call that takes longer fails with a clear error while the worker finishes in the background.
-Nothing here writes files; :func:`apply_changes` does, for every file or for none.
+An :class:`Engine` holds a ``jedi.Project`` rooted at the project root, a mirror of the
+server's project index (which files mention which identifiers; the server sends what changed
+with every request) and a cache of recent reference answers. Notebooks take part through their
+percent-format text view, the same text ``get_file_text_by_path`` shows, so a position in a
+notebook is a line of that view. Jedi sees a notebook under a made-up ``.py`` path next to it
+(``analysis.ipynb.py``), with IPython syntax that jupytext left uncommented turned into comments
+without moving any other character. Nothing here writes files.
 """
 
 from __future__ import annotations
 
-import concurrent.futures
 import contextlib
 import difflib
 import keyword
 import os
 import re
-import shutil
-import sys
-import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import jedi
 import parso
@@ -37,27 +34,19 @@ from jedi.inference.imports import load_module_from_path
 from parso.python.tree import Name as TreeName
 from parso.tree import search_ancestor
 
-from .context import ToolContext
-from .documents import atomic_write, is_notebook, read_raw_text, read_text, write_text
 from .errors import ToolError
-from .notebook_text import read_notebook
-
-T = TypeVar("T")
 
 PYTHON_SUFFIXES = (".py", ".pyi")
 NOTEBOOK_SUFFIX = ".ipynb"
 #: Where a notebook's text view lives for jedi: next to the notebook, under a ``.py`` name.
 VIEW_SUFFIX = ".py"
-#: Folders the project walk never enters (jedi skips the same ones, plus hidden folders).
-SKIPPED_FOLDERS = frozenset(
-    {".tox", ".venv", ".mypy_cache", "venv", "__pycache__", "node_modules", "site-packages"}
-)
 REFACTOR_TYPES = ("rename", "extract_variable", "extract_function", "inline")
-DEFAULT_TIMEOUT = 30.0
 _IDENTIFIER = re.compile(r"[^\W\d]\w*")
 _CONSTANT = re.compile(r"_*[A-Z][A-Z0-9_]*")
 _SCOPES = ("funcdef", "classdef", "lambdef", "file_input")
 _PROPERTY_DECORATORS = re.compile(r"@\s*(\w+\.)*(property|cached_property|setter|getter|deleter)\b")
+
+Changes = dict[Path, tuple[str, str, str]]
 
 
 # --------------------------------------------------------------------------------------------
@@ -78,10 +67,12 @@ class Source:
     code: str
     jedi_path: Path
 
-    @property
-    def notebook(self) -> bool:
-        """True when the source is a notebook's text view."""
-        return self.jedi_path != self.path
+    @classmethod
+    def of(cls, path: Path, shown: str, text: str, *, notebook: bool) -> Source:
+        """The source of a file (``text`` as stored) or of a notebook (``text`` = its view)."""
+        if notebook:
+            return cls(path, shown, text, neutralise(text), view_path(path))
+        return cls(path, shown, text, text, path)
 
 
 def view_path(notebook: Path) -> Path:
@@ -121,164 +112,76 @@ def neutralise(text: str) -> str:
     return "\n".join(lines)
 
 
-def load_source(ctx: ToolContext, path_in_project: str, *, tool: str) -> Source:
-    """Read a Python file or a Python notebook for analysis; anything else is refused."""
-    path = ctx.resolve(path_in_project, must_exist=True)
-    shown = ctx.relative(path)
-    suffix = path.suffix.lower()
-    if is_notebook(path):
-        nb = read_notebook(read_raw_text(ctx, path, path_in_project), path_in_project)
-        language = (nb.metadata.get("kernelspec") or {}).get("language") or (
-            nb.metadata.get("language_info") or {}
-        ).get("name")
-        if language and language.lower() != "python":
-            raise ToolError(f"{tool} analyses Python; {shown} is a {language} notebook")
-        text = read_text(ctx, path, path_in_project)
-        return Source(path, shown, text, neutralise(text), view_path(path))
-    if suffix not in PYTHON_SUFFIXES:
-        raise ToolError(
-            f"{tool} supports Python files (.py, .pyi) and Python notebooks (.ipynb); "
-            f"{shown} is not one"
-        )
-    text = read_text(ctx, path, path_in_project)
-    return Source(path, shown, text, text, path)
-
-
 # --------------------------------------------------------------------------------------------
-# The project index
+# The index mirror
 
 
 @dataclass
-class _Entry:
-    stamp: tuple[int, int]
-    names: frozenset[str]
-    code: str | None = None  # the neutralised view, for notebooks only
+class Delta:
+    """What changed in the project since the last request (sent by the server).
 
-
-class FileIndex:
-    """Which project files mention which identifiers, refreshed by modification time.
-
-    ``generation`` changes whenever a Python file or notebook appears, changes or goes away,
-    which is what cached answers are checked against.
+    ``python`` lists Python files that appeared or changed, ``notebooks`` maps notebooks that
+    appeared or changed to their text view (None when unreadable), ``removed`` lists files
+    that are gone; ``reset`` says the lists cover the whole project.
     """
 
-    def __init__(
-        self,
-        root: Path,
-        max_file_bytes: int,
-        on_changed: Callable[[Path, str], None] | None = None,
-    ) -> None:
-        self.root = root
-        self.max_file_bytes = max_file_bytes
-        self._on_changed = on_changed
+    reset: bool = False
+    python: list[Path] = field(default_factory=list)
+    notebooks: dict[Path, str | None] = field(default_factory=dict)
+    removed: list[Path] = field(default_factory=list)
+
+    def __bool__(self) -> bool:
+        return self.reset or bool(self.python or self.notebooks or self.removed)
+
+
+class Index:
+    """Which project files mention which identifiers; notebooks with their text views."""
+
+    def __init__(self, on_python_changed: Callable[[Path, str], None]) -> None:
         self.generation = 0
-        self._entries: dict[Path, _Entry] = {}
+        self._names: dict[Path, frozenset[str]] = {}
+        self._notebooks: dict[Path, Source] = {}
+        self._on_python_changed = on_python_changed
 
-    def _walk(self) -> Iterator[os.DirEntry[str]]:
-        stack = [str(self.root)]
-        while stack:
-            folder = stack.pop()
+    def apply(self, delta: Delta) -> None:
+        """Take in what changed; ``generation`` moves on when anything did."""
+        if not delta:
+            return
+        if delta.reset:
+            self._names.clear()
+            self._notebooks.clear()
+        for path in delta.removed:
+            self._names.pop(path, None)
+            self._notebooks.pop(path, None)
+        for path in delta.python:
             try:
-                with os.scandir(folder) as entries:
-                    for entry in entries:
-                        name = entry.name
-                        if entry.is_dir(follow_symlinks=False):
-                            if not name.startswith(".") and name not in SKIPPED_FOLDERS:
-                                stack.append(entry.path)
-                        elif name.endswith((".py", ".pyi", NOTEBOOK_SUFFIX)) and entry.is_file():
-                            yield entry
+                code = path.read_bytes().decode("utf-8", errors="replace")
             except OSError:
+                self._names.pop(path, None)
                 continue
-
-    def refresh(self) -> None:
-        """Bring the index up to date with the files on disk."""
-        seen: set[Path] = set()
-        changed = False
-        for entry in self._walk():
-            path = Path(entry.path)
-            seen.add(path)
-            try:
-                st = entry.stat()
-            except OSError:
+            self._names[path] = frozenset(_IDENTIFIER.findall(code))
+            self._on_python_changed(path, code)
+        for path, text in delta.notebooks.items():
+            if text is None:
+                self._names.pop(path, None)
+                self._notebooks.pop(path, None)
                 continue
-            stamp = (st.st_mtime_ns, st.st_size)
-            old = self._entries.get(path)
-            if old is not None and old.stamp == stamp:
-                continue
-            changed = True
-            self._entries[path] = self._read(path, stamp)
-        for gone in set(self._entries) - seen:
-            del self._entries[gone]
-            changed = True
-        if changed:
-            self.generation += 1
-
-    def _read(self, path: Path, stamp: tuple[int, int]) -> _Entry:
-        if stamp[1] > self.max_file_bytes:
-            return _Entry(stamp, frozenset())
-        try:
-            raw = path.read_bytes().decode("utf-8", errors="replace")
-        except OSError:
-            return _Entry(stamp, frozenset())
-        if path.suffix == NOTEBOOK_SUFFIX:
-            try:
-                from .notebook_text import notebook_view
-
-                code = neutralise(notebook_view(read_notebook(raw, path.name)))
-            except (ToolError, Exception):  # a broken notebook simply takes no part
-                return _Entry(stamp, frozenset())
-            return _Entry(stamp, frozenset(_IDENTIFIER.findall(code)), code)
-        if self._on_changed is not None:
-            self._on_changed(path, raw)
-        return _Entry(stamp, frozenset(_IDENTIFIER.findall(raw)))
-
-    def invalidate(self, paths: list[Path]) -> None:
-        """Forget ``paths`` (just written), so the next refresh reads them again."""
-        for path in paths:
-            self._entries.pop(path, None)
+            source = Source.of(path, path.name, text, notebook=True)
+            self._notebooks[path] = source
+            self._names[path] = frozenset(_IDENTIFIER.findall(source.code))
         self.generation += 1
 
     def mentioning(self, name: str) -> list[Path]:
         """Files (Python and notebooks) whose text contains the identifier ``name``."""
-        return sorted(p for p, e in self._entries.items() if name in e.names)
+        return sorted(p for p, names in self._names.items() if name in names)
 
-    def notebook_code(self, path: Path) -> str | None:
-        """The neutralised text view of an indexed notebook."""
-        entry = self._entries.get(path)
-        return entry.code if entry is not None else None
+    def notebook(self, path: Path) -> Source | None:
+        """The source of an indexed notebook."""
+        return self._notebooks.get(path)
 
 
 # --------------------------------------------------------------------------------------------
 # The engine
-
-
-def kernel_python(ctx: ToolContext) -> str | None:
-    """The interpreter of the server's default Python kernel, when it is another one than ours."""
-    app = ctx.serverapp
-    ksm = getattr(app, "kernel_spec_manager", None)
-    if ksm is None:
-        return None
-    name = getattr(getattr(app, "kernel_manager", None), "default_kernel_name", None) or "python3"
-    try:
-        spec = ksm.get_kernel_spec(name)
-    except Exception:  # no such kernel: analyse with the server's interpreter
-        return None
-    if (spec.language or "").lower() != "python" or not spec.argv:
-        return None
-    exe = spec.argv[0]
-    # jupyter_client runs "python" kernels with the server's interpreter.
-    if exe in {
-        "python",
-        f"python{sys.version_info[0]}",
-        "python{}.{}".format(*sys.version_info[:2]),
-    }:
-        return None
-    found = exe if os.path.isabs(exe) else shutil.which(exe)
-    if not found or not os.access(found, os.X_OK):
-        return None
-    if os.path.realpath(found) == os.path.realpath(sys.executable):
-        return None
-    return found
 
 
 @dataclass
@@ -294,10 +197,10 @@ class Reference:
     #: The module itself (its file), rather than a name in the text.
     module: bool = False
 
-    def as_json(self, ctx: ToolContext) -> dict[str, Any]:
+    def as_json(self, root: Path) -> dict[str, Any]:
         """The wire form of the spec."""
         return {
-            "path": ctx.relative(self.path),
+            "path": self.path.relative_to(root).as_posix(),
             "line": self.line,
             "character": self.character,
             "endLine": self.line,
@@ -305,51 +208,20 @@ class Reference:
         }
 
 
-class CodeIntel:
-    """The shared jedi project of one server, with its index, caches and worker thread."""
+class Engine:
+    """The jedi project of one server with its index mirror and caches (in the worker)."""
 
-    def __init__(
-        self,
-        root: Path,
-        *,
-        environment_path: str | None = None,
-        max_file_bytes: int = 16 * 1024 * 1024,
-    ) -> None:
+    def __init__(self, root: Path, *, environment_path: str | None = None) -> None:
         self.root = root
-        self.environment_path = environment_path
         self.project = jedi.Project(
             root,
             environment_path=environment_path,
             added_sys_path=[str(root)],
             smart_sys_path=True,
         )
-        self.index = FileIndex(root, max_file_bytes, on_changed=self._keep_parse_fresh)
+        self.index = Index(on_python_changed=self._keep_parse_fresh)
         self._references_cache: dict[tuple[Path, int, int], tuple[int, str, list[Reference]]] = {}
         self._grammar_cache: Any = None
-        self._executor = concurrent.futures.ThreadPoolExecutor(
-            max_workers=1, thread_name_prefix="jupyter-mcp-jedi"
-        )
-
-    def close(self) -> None:
-        """Stop taking work; a job still running finishes in the background."""
-        self._executor.shutdown(wait=False, cancel_futures=True)
-
-    # -- running jedi ------------------------------------------------------------------------
-
-    def run(self, fn: Callable[[], T], *, timeout: float, what: str) -> T:
-        """Run ``fn`` on the jedi thread; give up with a clear error after ``timeout`` seconds."""
-        future = self._executor.submit(fn)
-        try:
-            return future.result(timeout=timeout)
-        except concurrent.futures.TimeoutError as e:
-            future.cancel()
-            raise ToolError(
-                f"{what} did not finish within {timeout:g} s (the server's code_timeout) and "
-                "was abandoned; nothing was changed. Try a narrower query or raise "
-                "c.JupyterMCP.code_timeout"
-            ) from e
-        except RefactoringError as e:
-            raise ToolError(f"{what} failed: {e}") from e
 
     def script(self, source: Source) -> jedi.Script:
         """A jedi Script over ``source`` in the shared project."""
@@ -378,11 +250,10 @@ class CodeIntel:
                 yield module_context
             for path in index.mentioning(name):
                 if path.suffix == NOTEBOOK_SUFFIX:
-                    code = index.notebook_code(path)
-                    jedi_path = view_path(path)
-                    if code is None or jedi_path in except_:
+                    notebook = index.notebook(path)
+                    if notebook is None or notebook.jedi_path in except_:
                         continue
-                    file_io = KnownContentFileIO(jedi_path, code)
+                    file_io = KnownContentFileIO(notebook.jedi_path, notebook.code)
                     module = load_module_from_path(
                         inference_state,
                         file_io,
@@ -453,22 +324,22 @@ class CodeIntel:
 
     # -- references --------------------------------------------------------------------------
 
-    def references(self, source: Source, line: int, character: int) -> list[Reference]:
+    def references(self, source: Source, line: int, character: int) -> list[dict[str, Any]]:
         """Every reference of the name at (line, character), definitions included, sorted.
 
-        Runs on the jedi thread. Answers are cached until any Python file or notebook of the
-        project changes.
+        Answers are cached until any Python file or notebook of the project changes.
         """
-        self.index.refresh()
         key = (source.path, line, character)
         cached = self._references_cache.get(key)
         if cached is not None and cached[0] == self.index.generation and cached[1] == source.code:
-            return cached[2]
+            return [ref.as_json(self.root) for ref in cached[2]]
         found = self._references(source, line, character)
+        for ref in found:
+            ref.tree_name = None  # do not keep whole parse trees alive in the cache
         if len(self._references_cache) > 256:
             self._references_cache.clear()
         self._references_cache[key] = (self.index.generation, source.code, found)
-        return found
+        return [ref.as_json(self.root) for ref in found]
 
     def _references(
         self, source: Source, line: int, character: int, *, file_only: bool = False
@@ -521,11 +392,9 @@ class CodeIntel:
         line: int,
         character: int,
         new_name: str,
-        read: Callable[[Path], Source],
-    ) -> tuple[dict[Path, tuple[str, str, str]], int]:
+    ) -> tuple[Changes, int]:
         """The new text of every file a rename touches (``{path: (shown, old, new)}``) and the
         number of occurrences renamed."""
-        self.index.refresh()
         check_position(source, line, character)
         script = self.script(source)
         at_cursor = parso.parse(source.code).get_name_of_position((line + 1, character))
@@ -565,9 +434,9 @@ class CodeIntel:
         by_file: dict[Path, list[Reference]] = {}
         for ref in refs:
             by_file.setdefault(ref.path, []).append(ref)
-        changes: dict[Path, tuple[str, str, str]] = {}
+        changes: Changes = {}
         for path, file_refs in by_file.items():
-            src = source if path == source.path else read(path)
+            src = source if path == source.path else self._read(path)
             lines = src.text.split("\n")
             for ref in sorted(file_refs, key=lambda r: (r.line, r.character), reverse=True):
                 text_line = lines[ref.line] if ref.line < len(lines) else ""
@@ -582,24 +451,42 @@ class CodeIntel:
             changes[path] = (src.shown, src.text, "\n".join(lines))
         return changes, len(refs)
 
-    def jedi_refactoring(
-        self, source: Source, make: Callable[[jedi.Script], Any], read: Callable[[Path], Source]
-    ) -> tuple[dict[Path, tuple[str, str, str]], int]:
-        """Run one of jedi's refactorings and map its changes back onto the files' text views;
-        also the number of edits (changed blocks of lines)."""
-        self.index.refresh()
+    def refactor(
+        self,
+        source: Source,
+        kind: str,
+        line: int,
+        character: int,
+        new_name: str | None,
+        until: tuple[int, int] | None,
+    ) -> tuple[Changes, int]:
+        """Run jedi's ``extract_variable``/``extract_function``/``inline`` and map its changes
+        back onto the files' text views; also the number of edits (changed blocks of lines)."""
+        check_position(source, line, character)
         script = self.script(source)
-        with self._project_search(source):
-            refactoring = make(script)
+        try:
+            with self._project_search(source):
+                if kind == "inline":
+                    refactoring = script.inline(line + 1, character)
+                else:
+                    refactoring = getattr(script, kind)(
+                        line + 1,
+                        character,
+                        new_name=new_name,
+                        until_line=None if until is None else until[0] + 1,
+                        until_column=None if until is None else until[1],
+                    )
+        except RefactoringError as e:
+            raise ToolError(f"{kind} at line {line}, character {character} failed: {e}") from e
         if refactoring.get_renames():
             raise ToolError("The refactoring would rename files, which is not supported")
-        changes: dict[Path, tuple[str, str, str]] = {}
+        changes: Changes = {}
         edits = 0
         for jedi_path, changed in refactoring.get_changed_files().items():
             path = self._real_path(jedi_path)
             if path is None or not _inside(self.root, path):
                 raise ToolError(f"The refactoring would change {jedi_path}, outside the project")
-            src = source if path == source.path else read(path)
+            src = source if path == source.path else self._read(path)
             old_code = changed._module_node.get_code()
             if old_code != src.code:
                 raise ToolError(
@@ -610,6 +497,19 @@ class CodeIntel:
                 changes[path] = (src.shown, src.text, new_text)
                 edits += count_edits(src.text, new_text)
         return changes, edits
+
+    def _read(self, path: Path) -> Source:
+        """Another file a refactoring touches, as the index or the disk has it now."""
+        if path.suffix == NOTEBOOK_SUFFIX:
+            notebook = self.index.notebook(path)
+            if notebook is None:
+                raise ToolError(f"{self._shown(path)} could not be read as a notebook")
+            return Source(path, self._shown(path), notebook.text, notebook.code, notebook.jedi_path)
+        try:
+            text = path.read_bytes().decode("utf-8")
+        except (OSError, UnicodeDecodeError) as e:
+            raise ToolError(f"{self._shown(path)} could not be read: {e}") from e
+        return Source.of(path, self._shown(path), text, notebook=False)
 
     def _shown(self, path: Path) -> str:
         try:
@@ -896,77 +796,53 @@ def count_edits(old: str, new: str) -> int:
     return sum(1 for op in matcher.get_opcodes() if op[0] != "equal")
 
 
-def apply_changes(
-    ctx: ToolContext, changes: dict[Path, tuple[str, str, str]], notify: Callable[[Path], None]
-) -> None:
-    """Write every changed file or none: all locks taken, originals restored on any failure.
-
-    ``changes`` maps a path to ``(shown, text the change was computed from, new text)``; a
-    file whose text view is no longer the one the change was computed from is refused.
-    """
-    paths = sorted(changes, key=str)
-    with contextlib.ExitStack() as stack:
-        for path in paths:
-            stack.enter_context(ctx.locks(path))
-        guard = ctx.services.get("before_file_write")
-        originals: dict[Path, str] = {}
-        for path in paths:
-            shown, old_text, _ = changes[path]
-            if guard is not None:
-                guard(path)
-            originals[path] = read_raw_text(ctx, path, shown)
-            if read_text(ctx, path, shown) != old_text:
-                raise ToolError(
-                    f"{shown} changed while the refactoring was computed; nothing was changed, "
-                    "try again"
-                )
-        written: list[Path] = []
-        try:
-            for path in paths:
-                shown, _, new_text = changes[path]
-                write_text(ctx, path, shown, new_text)
-                written.append(path)
-        except BaseException as e:
-            for path in written:
-                atomic_write(path, originals[path])
-            if isinstance(e, ToolError):
-                raise ToolError(f"{e.message}; no file was changed") from e
-            raise ToolError(f"Writing {changes[path][0]} failed ({e}); no file was changed") from e
-    for path in paths:
-        _forget_parse(path)
-        notify(path)
-
-
-def _forget_parse(path: Path) -> None:
-    # parso compares modification times at a resolution a quick rewrite can slip under.
-    from parso.cache import parser_cache
-
-    for per_grammar in parser_cache.values():
-        per_grammar.pop(path, None)
-        per_grammar.pop(view_path(path), None)
-
-
 # --------------------------------------------------------------------------------------------
-# The shared engine
+# The worker process
+
+#: Engine methods a request may call.
+REQUESTS = frozenset({"symbols", "references", "rename", "refactor"})
 
 
-_engine_guard = threading.Lock()
+def serve() -> None:
+    """Main loop of the worker process: answer the server's requests on stdin/stdout.
 
+    A request is ``(method, args, delta)``; the first one is ``("start", kwargs, None)`` and
+    gets no answer. Others are answered ``("ok", value)`` or ``("error", message)``. Standard
+    output is moved to standard error first, so nothing else can write into the answer pipe.
+    """
+    from multiprocessing.connection import Connection
 
-def engine(ctx: ToolContext) -> CodeIntel:
-    """The server's :class:`CodeIntel`, created on first use and kept in ``ctx.services``."""
-    with _engine_guard:
-        found = ctx.services.get("code_intel")
-        if found is None:
-            found = CodeIntel(
-                ctx.root_dir,
-                environment_path=kernel_python(ctx),
-                max_file_bytes=ctx.settings.max_file_bytes,
-            )
-            ctx.services["code_intel"] = found
-        return found
-
-
-def timeout(ctx: ToolContext) -> float:
-    """The time limit of one code-analysis call, in seconds."""
-    return float(getattr(ctx.settings, "code_timeout", DEFAULT_TIMEOUT) or DEFAULT_TIMEOUT)
+    answer_fd = os.dup(1)
+    os.dup2(2, 1)
+    requests = Connection(0, writable=False)
+    answers = Connection(answer_fd, readable=False)
+    engine: Engine | None = None
+    start_error = "the analysis engine was not started"
+    while True:
+        try:
+            method, args, delta = requests.recv()
+        except (EOFError, OSError):
+            return  # the server went away
+        if method == "start":  # not answered: the next request's answer reports a failure
+            try:
+                engine = Engine(**args)
+            except Exception as e:
+                start_error = f"jedi could not start ({type(e).__name__}: {e})"
+            continue
+        try:
+            if engine is None:
+                answer: tuple[str, Any] = ("error", f"Code analysis failed: {start_error}")
+            elif method not in REQUESTS:
+                answer = ("error", f"Unknown request {method!r}")
+            else:
+                if delta is not None:
+                    engine.index.apply(delta)
+                answer = ("ok", getattr(engine, method)(*args))
+        except ToolError as e:
+            answer = ("error", e.message)
+        except Exception as e:  # an analysis bug must not take the worker down
+            answer = ("error", f"Code analysis failed ({type(e).__name__}: {e})")
+        try:
+            answers.send(answer)
+        except OSError:
+            return

@@ -12,6 +12,7 @@ import json
 import subprocess
 import sys
 import textwrap
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -153,6 +154,15 @@ def _notebook() -> nbformat.NotebookNode:
         ),
     ]
     return nb
+
+
+@pytest.fixture(autouse=True)
+def _stop_worker(mcp_app: Any) -> Iterator[None]:
+    """Stop the server's jedi worker process when the test ends."""
+    yield
+    intel = mcp_app.tool_context.services.pop("code_intel", None)
+    if intel is not None:
+        intel.close()
 
 
 @pytest.fixture
@@ -576,9 +586,9 @@ async def test_rename_refuses_a_name_taken_where_it_is_imported(shop: Path, fail
 
 async def test_a_failed_write_restores_every_file(shop: Path, fails, monkeypatch) -> None:
     # Given a disk that fails on the second file of a rename
-    from jupyter_mcp import code_intel
+    from jupyter_mcp import code_client
 
-    real_write = code_intel.write_text
+    real_write = code_client.write_text
     calls: list[str] = []
 
     def flaky(ctx: Any, path: Path, shown: str, text: str, **kw: Any) -> bool:
@@ -587,7 +597,7 @@ async def test_a_failed_write_restores_every_file(shop: Path, fails, monkeypatch
             raise OSError("disk full")
         return real_write(ctx, path, shown, text, **kw)
 
-    monkeypatch.setattr(code_intel, "write_text", flaky)
+    monkeypatch.setattr(code_client, "write_text", flaky)
     before = _snapshot(shop)
     line, character = _find(shop, "shop/util.py", "fmt_price")
 
@@ -766,7 +776,7 @@ async def test_refactor_argument_errors(shop: Path, fails) -> None:
 
 
 async def test_a_slow_analysis_is_abandoned_with_a_clear_error(
-    shop: Path, fails, monkeypatch
+    shop: Path, ok, fails, monkeypatch
 ) -> None:
     from jupyter_mcp.tools import code
 
@@ -776,6 +786,12 @@ async def test_a_slow_analysis_is_abandoned_with_a_clear_error(
         "find_references", pathInProject="shop/util.py", line=line, character=character
     )
     assert "did not finish within" in error and "code_timeout" in error
+    assert "stopped" in error
+
+    # And the next call, with the usual limit, starts a fresh analysis and answers
+    monkeypatch.undo()
+    refs = await ok("find_references", pathInProject="shop/util.py", line=line, character=character)
+    assert len(refs["references"]) == 4
 
 
 # ------------------------------------------------------------------------------------------

@@ -7,19 +7,10 @@ script ``get_file_text_by_path`` returns.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
-from ..code_intel import (
-    REFACTOR_TYPES,
-    Source,
-    apply_changes,
-    check_identifier,
-    check_position,
-    engine,
-    load_source,
-    timeout,
-)
+from ..code_client import apply_changes, engine, load_source, timeout
+from ..code_intel import REFACTOR_TYPES, Source, check_identifier, check_position
 from ..context import ToolContext
 from ..documents import notify_written
 from ..errors import ToolError
@@ -58,10 +49,8 @@ def get_symbols_in_file(ctx: ToolContext, pathInProject: str) -> dict[str, Any]:
     """The symbols of a file, as the spec shapes them."""
     source = load_source(ctx, pathInProject, tool="get_symbols_in_file")
     intel = engine(ctx)
-    symbols = intel.run(
-        lambda: intel.symbols(source),
-        timeout=timeout(ctx),
-        what=f"Listing the symbols of {source.shown}",
+    symbols = intel.call(
+        "symbols", source, timeout=timeout(ctx), what=f"Listing the symbols of {source.shown}"
     )
     return {"symbols": symbols}
 
@@ -84,12 +73,15 @@ def find_references(
     source = load_source(ctx, pathInProject, tool="find_references")
     check_position(source, line, character)
     intel = engine(ctx)
-    found = intel.run(
-        lambda: intel.references(source, line, character),
+    found = intel.call(
+        "references",
+        source,
+        line,
+        character,
         timeout=timeout(ctx),
         what=f"Finding references from {source.shown}",
     )
-    return {"references": [ref.as_json(ctx) for ref in found]}
+    return {"references": found}
 
 
 @tools.tool(
@@ -148,37 +140,31 @@ def refactor_code_at_location(
     new_name = check_identifier(options.get("newName")) if refactorType != "inline" else None
     source = load_source(ctx, pathInProject, tool="refactor_code_at_location")
     check_position(source, line, character)
+    what = f"{refactorType} in {source.shown}"
     intel = engine(ctx)
-
-    def read(path: Path) -> Source:
-        return load_source(ctx, ctx.relative(path), tool="refactor_code_at_location")
-
     if refactorType == "rename":
-        assert new_name is not None
-        work = lambda: intel.rename(source, line, character, new_name, read)  # noqa: E731
-    elif refactorType == "inline":
-        work = lambda: intel.jedi_refactoring(  # noqa: E731
-            source, lambda s: s.inline(line + 1, character), read
+        changes, edits = intel.call(
+            "rename", source, line, character, new_name, timeout=timeout(ctx), what=what
         )
     else:
-        until = _until(source, line, character, options)
-        method = refactorType
-
-        def make(script: Any) -> Any:
-            return getattr(script, method)(
-                line + 1,
-                character,
-                new_name=new_name,
-                until_line=None if until is None else until[0] + 1,
-                until_column=None if until is None else until[1],
-            )
-
-        work = lambda: intel.jedi_refactoring(source, make, read)  # noqa: E731
-    changes, edits = intel.run(work, timeout=timeout(ctx), what=f"{refactorType} in {source.shown}")
+        until = _until(source, line, character, options) if refactorType != "inline" else None
+        changes, edits = intel.call(
+            "refactor",
+            source,
+            refactorType,
+            line,
+            character,
+            new_name,
+            until,
+            timeout=timeout(ctx),
+            what=what,
+        )
     if not changes:
         raise ToolError(f"{refactorType} at line {line}, character {character} changes nothing")
-    apply_changes(ctx, changes, lambda path: notify_written(ctx, path))
-    intel.index.invalidate(list(changes))
+    try:
+        apply_changes(ctx, changes, lambda path: notify_written(ctx, path))
+    finally:
+        intel.files.forget(list(changes))  # written (or restored): send them again
     changed = sorted(shown for shown, _, _ in changes.values())
     return {
         "success": True,

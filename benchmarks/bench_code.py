@@ -1,0 +1,233 @@
+"""Benchmark: find_references through a real Jupyter server vs bare jedi in a fresh process.
+
+Generates a project of ``--modules`` (default 1,000) Python modules in 20 packages, each of
+which imports ``helper`` from ``core.py`` and calls it, starts ``jupyter server`` on it (token
+auth, jupyter_mcp enabled) and prints, from one run and side by side:
+
+* ``find_references`` on ``helper``'s definition through ``POST /mcp/find_references``: the
+  first (cold) call, repeated calls (warm), and a call after one module changed;
+* bare ``jedi.Script(path=core.py, project=jedi.Project(root)).get_references(...)`` timed in
+  a fresh Python process on the same query, twice: with jedi's defaults (which stop after
+  parsing 30 files, so they find only a fraction of the references) and with those limits
+  lifted, which is the same work the server does;
+* p50/p99 of ``GET /api/status`` polled on another connection while the server works.
+
+Every process gets its own empty jedi/parso cache directory (``XDG_CACHE_HOME``), so "cold"
+means cold. Usage: ``python benchmarks/bench_code.py [--modules 1000] [--runs 5]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import textwrap
+import threading
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+from _server import jupyter_server, percentiles  # noqa: E402
+
+CORE = '''\
+"""The widely used helper."""
+
+
+def helper(value, scale=1):
+    """Scale a value."""
+    return value * scale
+'''
+
+MODULE = '''\
+"""Generated module {i}."""
+
+from core import helper
+
+FACTOR = {i}
+
+
+class Thing{i}:
+    """A thing."""
+
+    def __init__(self, value):
+        self.value = value
+
+    def scaled(self):
+        return helper(self.value, FACTOR)
+
+    def describe(self):
+        return "thing {i}: " + str(self.scaled())
+
+
+def compute_{i}(values):
+    total = 0
+    for value in values:
+        total += helper(value)
+    return total + Thing{i}(total).scaled()
+'''
+
+BARE_JEDI = """
+import json, math, sys, time
+import jedi
+from jedi.inference import references
+if sys.argv[2] == "lifted":
+    references._PARSED_FILE_LIMIT = math.inf
+    references._OPENED_FILE_LIMIT = math.inf
+root = sys.argv[1]
+started = time.perf_counter()
+project = jedi.Project(root, added_sys_path=[root])
+script = jedi.Script(path=root + "/core.py", project=project)
+names = script.get_references(4, 4, include_builtins=False)
+elapsed = time.perf_counter() - started
+print(json.dumps({"seconds": elapsed, "count": len(names)}))
+"""
+
+
+def build_tree(root: Path, modules: int) -> None:
+    """``core.py`` and ``modules`` modules in 20 packages that import and call ``helper``."""
+    (root / "core.py").write_text(CORE)
+    packages = 20
+    for p in range(packages):
+        (root / f"pkg{p:02d}").mkdir()
+        (root / f"pkg{p:02d}" / "__init__.py").write_text("")
+    for i in range(modules):
+        (root / f"pkg{i % packages:02d}" / f"mod{i:04d}.py").write_text(MODULE.format(i=i))
+
+
+def bare_jedi(root: Path, mode: str) -> dict[str, float]:
+    """Time the same query in a fresh interpreter with an empty jedi cache."""
+    cache = tempfile.mkdtemp(prefix="bench-code-bare-cache-")
+    done = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(BARE_JEDI), str(root), mode],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "XDG_CACHE_HOME": cache},
+        check=True,
+    )
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def server_round(root: Path, runs: int, latencies: list[float]) -> dict[str, object]:
+    """One fresh server: cold call, repeated calls, a call after one module changed."""
+    os.environ["XDG_CACHE_HOME"] = tempfile.mkdtemp(prefix="bench-code-server-cache-")
+    with jupyter_server(root) as server:
+        query = {"pathInProject": "core.py", "line": 3, "character": 4}
+        stop = threading.Event()
+
+        def poll() -> None:
+            conn = server.connection()
+            while not stop.is_set():
+                started = time.perf_counter()
+                server.request(conn, "GET", "/api/status")
+                latencies.append(time.perf_counter() - started)
+                time.sleep(0.01)
+
+        conn = server.connection()
+        server.request(conn, "GET", "/api/status")
+        poller = threading.Thread(target=poll, daemon=True)
+        poller.start()
+        started = time.perf_counter()
+        cold = server.call(conn, "find_references", **query)
+        cold_s = time.perf_counter() - started
+        warm_times = []
+        for _ in range(runs):
+            started = time.perf_counter()
+            warm = server.call(conn, "find_references", **query)
+            warm_times.append(time.perf_counter() - started)
+        assert warm == cold, "a repeated call must give the same answer"
+        changed = root / "pkg00" / "mod0000.py"
+        original = changed.read_text()
+        changed.write_text(original + "\n\ndef extra():\n    return helper(0)\n")
+        started = time.perf_counter()
+        after = server.call(conn, "find_references", **query)
+        after_s = time.perf_counter() - started
+        changed.write_text(original)
+        stop.set()
+        poller.join()
+    return {
+        "cold": cold_s,
+        "count": len(cold["references"]),
+        "warm": statistics.median(warm_times),
+        "after": after_s,
+        "after_count": len(after["references"]),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--modules", type=int, default=1000)
+    parser.add_argument("--runs", type=int, default=5, help="repeated calls per server")
+    parser.add_argument(
+        "--rounds", type=int, default=3, help="fresh servers and fresh bare-jedi processes"
+    )
+    args = parser.parse_args()
+
+    with tempfile.TemporaryDirectory(prefix="bench-code-") as tmp:
+        root = Path(tmp) / "project"
+        root.mkdir()
+        build_tree(root, args.modules)
+        expected = 1 + 3 * args.modules  # the definition; an import and two calls per module
+        print(f"project: {args.modules} modules importing core.helper ({expected} references)")
+        print(
+            "machine: 2 cores shared with other work, so figures are under load; bare jedi and "
+            f"the server alternate over {args.rounds} rounds\n"
+        )
+        bare_default = bare_jedi(root, "default")
+        latencies: list[float] = []
+        rounds = []
+        for number in range(args.rounds):
+            bare = bare_jedi(root, "lifted")
+            ours = server_round(root, args.runs, latencies)
+            rounds.append((bare, ours))
+            print(
+                f"round {number + 1}: bare jedi (limits lifted) {bare['seconds']:.2f} s, "
+                f"server cold {ours['cold']:.2f} s, repeated {ours['warm']:.3f} s",
+                flush=True,
+            )
+
+        def median(values: list[float]) -> float:
+            return statistics.median(values)
+
+        cold_s = median([o["cold"] for _, o in rounds])
+        warm_s = median([o["warm"] for _, o in rounds])
+        after_s = median([o["after"] for _, o in rounds])
+        bare_s = median([b["seconds"] for b, _ in rounds])
+        count = rounds[0][1]["count"]
+        rows = [
+            ("server find_references, cold (first call)", cold_s, count),
+            (f"server find_references, repeated (median of {args.runs})", warm_s, count),
+            (
+                "server find_references, after 1 module changed",
+                after_s,
+                rounds[0][1]["after_count"],
+            ),
+            (
+                "bare jedi, fresh process, jedi defaults",
+                bare_default["seconds"],
+                bare_default["count"],
+            ),
+            ("bare jedi, fresh process, file limits lifted", bare_s, rounds[0][0]["count"]),
+        ]
+        print(f"\nmedians over {args.rounds} rounds{'':26} {'seconds':>9} {'references':>11}")
+        for label, seconds, n in rows:
+            print(f"{label:52} {seconds:9.3f} {n:11d}")
+        p50, p99 = percentiles(latencies)
+        print()
+        print(
+            f"cold vs bare jedi (limits lifted, same answer): {cold_s / bare_s:.2f}x"
+            "   (target <= 1.2x)"
+        )
+        print(f"cold vs repeated: {cold_s / warm_s:.0f}x faster when repeated   (target >= 5x)")
+        print(
+            f"/api/status while the server works: p50 {p50:.1f} ms, p99 {p99:.1f} ms, "
+            f"max {max(latencies) * 1000:.1f} ms over {len(latencies)} requests"
+            "   (target p99 < 50 ms)"
+        )
+
+
+if __name__ == "__main__":
+    main()
