@@ -7,6 +7,13 @@ from typing import Any
 __version__ = "0.1.0"
 
 
+def stdio_command(root_dir: Any = None) -> list[str] | None:
+    """The argv of the stdio bridge for the running server (see :mod:`jupyter_mcp.launcher`)."""
+    from .launcher import stdio_command as _stdio_command
+
+    return _stdio_command(root_dir)
+
+
 def _jupyter_server_extension_points() -> list[dict[str, Any]]:
     from .app import JupyterMCP
 

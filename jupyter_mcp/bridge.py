@@ -433,6 +433,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_server_arguments(config)
     config.set_defaults(handler=print_config)
+    from .launcher import add_stdio_command_parser
+
+    add_stdio_command_parser(commands)
     return parser
 
 
