@@ -17,6 +17,7 @@ import json
 import logging
 import os
 import re
+import select
 import struct
 import subprocess
 import sys
@@ -282,12 +283,14 @@ class WorkerSearch:
     """Runs searches in a child process that keeps the index (started on first use).
 
     Calls are serialised (the child works on one search at a time); a child that died is
-    started again on the next call.
+    started again on the next call. A call that takes longer than ``timeout`` seconds (a
+    regular expression that backtracks without end, say) kills the child and fails.
     """
 
-    def __init__(self, root: Path | str, max_file_bytes: int) -> None:
+    def __init__(self, root: Path | str, max_file_bytes: int, *, timeout: float = 120.0) -> None:
         self.root = Path(os.path.realpath(root))
         self.max_file_bytes = max_file_bytes
+        self.timeout = timeout
         self._proc: subprocess.Popen[bytes] | None = None
         self._lock = threading.Lock()
         self._closed = False
@@ -313,6 +316,14 @@ class WorkerSearch:
                 assert proc.stdin is not None and proc.stdout is not None
                 try:
                     _write_frame(proc.stdin, request)
+                    ready, _, _ = select.select([proc.stdout], [], [], self.timeout)
+                    if not ready:
+                        self._stop(proc, kill=True)
+                        self._proc = None
+                        raise ToolError(
+                            f"The search took longer than {self.timeout:g} s and was stopped; "
+                            "narrow it (a simpler pattern, include globs)"
+                        )
                     answer = _read_frame(proc.stdout)
                     break
                 except (OSError, EOFError, ValueError) as e:
@@ -326,7 +337,9 @@ class WorkerSearch:
         return answer["result"]
 
     @staticmethod
-    def _stop(proc: subprocess.Popen[bytes]) -> None:
+    def _stop(proc: subprocess.Popen[bytes], *, kill: bool = False) -> None:
+        if kill:
+            proc.kill()
         for stream in (proc.stdin, proc.stdout):
             if stream is not None:
                 try:

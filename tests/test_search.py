@@ -12,6 +12,7 @@ import nbformat
 import pytest
 
 from jupyter_mcp.context import ToolContext
+from jupyter_mcp.errors import ToolError
 from jupyter_mcp.search_engine import LocalSearch, WorkerSearch
 from jupyter_mcp.search_index import ProjectIndex
 from jupyter_mcp.tools.search import search_in_files_content
@@ -111,6 +112,7 @@ async def test_ignore_rules_root_nested_negation_and_info_exclude(ok, jp_root_di
     # And files inside VCS folders
     write(jp_root_dir, ".git/needle.txt", "needle\n")
     write(jp_root_dir, ".hg/store.txt", "needle\n")
+    write(jp_root_dir, ".ipynb_checkpoints/a-checkpoint.txt", "needle\n")
     # When searching
     found = paths(await ok("search_in_files_content", searchText="needle"))
     # Then ignored files are skipped and negations bring files back, deeper rules winning
@@ -436,3 +438,18 @@ def test_stat_checks_reread_files_modified_around_the_read(tmp_path):
     index.refresh()
     # Then the index did not trust its copy
     assert [text for _, text in index.searchable()] == ["omega\n"]
+
+
+def test_a_search_over_its_time_budget_is_stopped(tmp_path):
+    # Given a worker with a short budget and a file that makes a regex backtrack for ages
+    write(tmp_path, "a.txt", "a" * 40 + "b\n")
+    backend = WorkerSearch(tmp_path, 1024 * 1024, timeout=1.0)
+    try:
+        args = {"searchText": "(a+)+$", "regex": True}
+        with pytest.raises(ToolError, match="longer than 1 s"):
+            backend.run("content", args)
+        # Then the next search gets a fresh worker
+        found = backend.run("content", {"searchText": "ab"})
+        assert [entry["path"] for entry in found] == ["a.txt"]
+    finally:
+        backend.close()
