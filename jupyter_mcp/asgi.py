@@ -125,14 +125,19 @@ async def serve_asgi(
             for name, value in response_headers:
                 if name.lower() == "content-type":
                     content_type = value
-            if json_only and content_type.startswith("text/event-stream"):
+            sse = content_type.startswith("text/event-stream")
+            if json_only and sse:
                 collapse = SSECollapser()
-                return
             handler.set_status(status)
             handler.clear_header("Content-Type")
             for name, value in response_headers:
-                if name.lower() not in _SKIPPED_HEADERS:
-                    handler.add_header(name, value)
+                lower = name.lower()
+                if lower in _SKIPPED_HEADERS or (collapse is not None and lower == "content-type"):
+                    continue
+                handler.add_header(name, value)
+            if sse and collapse is None:
+                # Send the headers now: an event stream may stay quiet for a long while.
+                await _flush(handler, disconnected)
             return
         if message["type"] != "http.response.body" or disconnected.is_set():
             return
@@ -143,16 +148,12 @@ async def serve_asgi(
         if body:
             handler.write(body)
         if message.get("more_body", False):
-            try:
-                await handler.flush()
-            except StreamClosedError:
-                disconnected.set()
+            await _flush(handler, disconnected)
 
     await app(scope, receive, send)
     if handler._finished or disconnected.is_set():
         return
     if collapse is not None:
-        handler.set_status(status)
         handler.set_header("Cache-Control", "no-store")
         if collapse.answer is None:
             handler.set_status(500)
@@ -165,6 +166,13 @@ async def serve_asgi(
         return
     try:
         handler.finish(set_content_type=content_type)  # type: ignore[call-arg]
+    except StreamClosedError:
+        disconnected.set()
+
+
+async def _flush(handler: web.RequestHandler, disconnected: asyncio.Event) -> None:
+    try:
+        await handler.flush()
     except StreamClosedError:
         disconnected.set()
 

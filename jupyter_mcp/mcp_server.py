@@ -455,9 +455,12 @@ class MCPSurface:
             threshold = self._levels.get(_session_id(rctx) or "", _DEFAULT_LEVEL)
 
         async def send(level: types.LoggingLevel, text: str) -> None:
-            await rctx.session.send_log_message(
-                level, text, logger="jupyter_mcp", related_request_id=rctx.request_id
-            )
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", MCPDeprecationWarning)
+                sending = rctx.session.send_log_message(
+                    level, text, logger="jupyter_mcp", related_request_id=rctx.request_id
+                )
+            await sending
 
         return _LogRelay(send, threshold)
 
