@@ -10,9 +10,6 @@ from __future__ import annotations
 
 import json
 import shlex
-import shutil
-import sys
-from pathlib import Path
 from typing import Any
 
 
@@ -21,9 +18,9 @@ def bridge_command(root_dir: str | None = None) -> list[str]:
 
     Desktop apps start servers with a bare environment, so the executable is spelled out.
     """
-    beside = Path(sys.executable).parent / "jupyter-mcp"
-    exe = str(beside) if beside.exists() else shutil.which("jupyter-mcp")
-    command = [exe] if exe else [sys.executable, "-m", "jupyter_mcp.bridge"]
+    from .launcher import bridge_launcher
+
+    command = bridge_launcher()
     command.append("stdio")
     if root_dir:
         command += ["--root", root_dir]

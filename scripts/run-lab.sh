@@ -60,6 +60,10 @@ PYEOF
 ================================================================================
 
 BANNER
+            echo " Connect MCP clients (standard MCP at ${BASE}/mcp):"
+            .venv/bin/jupyter-mcp config --url "${BASE}/" --token "${TOKEN}" \
+                --root "$(cd "$ROOT_DIR" && pwd)" | sed 's/^/   /'
+            echo "================================================================================"
             exit 0
         fi
         sleep 0.5
