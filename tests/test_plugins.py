@@ -549,6 +549,45 @@ async def test_result_window_applies_to_plugin_results(ok: Any) -> None:
     assert window == '"tex'
 
 
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_plugin_tools_on_standard_mcp(
+    http_server: Any,
+    http_server_port: tuple[Any, int],
+    jp_base_url: str,
+    jp_serverapp: Any,
+    mode: str,
+) -> None:
+    import httpx2
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    url = f"http://127.0.0.1:{http_server_port[1]}{jp_base_url}mcp"
+    token = jp_serverapp.identity_provider.token
+    async with httpx2.AsyncClient(headers={"Authorization": f"token {token}"}) as http:
+        async with Client(streamable_http_client(url, http_client=http), mode=mode) as client:
+            tools, cursor = [], None
+            while True:
+                page = await client.list_tools(cursor=cursor, cache_mode="refresh")
+                tools.extend(page.tools)
+                cursor = page.next_cursor
+                if cursor is None:
+                    break
+            found = await client.call_tool("example_notes__find_notes", {"text": "x"})
+            failed = await client.call_tool("example_notes__fail", {"message": "no luck"})
+            invalid = await client.call_tool("example_notes__find_notes", {"text": 1})
+    by_name = {tool.name: tool for tool in tools}
+    delete = by_name["example_notes__delete_note"]
+    assert delete.annotations.destructive_hint is True
+    assert delete.annotations.read_only_hint is False
+    assert "(from plugin example.notes)" in delete.description
+    assert by_name["example_notes__find_notes"].annotations.read_only_hint is True
+    assert by_name["example_notes__find_notes"].input_schema["$defs"]["limit"]["minimum"] == 1
+    assert found.is_error is False and found.content[0].text == "[]"
+    assert failed.is_error is True
+    assert failed.content[0].text == "Plugin example.notes failed in fail: no luck"
+    assert invalid.is_error is True and "'text' must be a string" in invalid.content[0].text
+
+
 # --- the testing harness ---------------------------------------------------------------------
 
 
