@@ -538,8 +538,10 @@ class ProjectIndex:
 
     def _drop_dir(self, node: _Dir) -> None:
         node.alive = False
-        if node.wd is not None:
-            self._wds.pop(node.wd, None)
+        # A folder moved inside the tree keeps its inode, so the kernel may have handed the
+        # same watch to its new node already: only drop a watch that is still this node's.
+        if node.wd is not None and self._wds.get(node.wd) is node:
+            del self._wds[node.wd]
             if self._inotify is not None:
                 self._inotify.remove(node.wd)
         for entry in node.files.values():

@@ -453,3 +453,25 @@ def test_a_search_over_its_time_budget_is_stopped(tmp_path):
         assert [entry["path"] for entry in found] == ["a.txt"]
     finally:
         backend.close()
+
+
+@pytest.mark.parametrize(("source", "target"), [("a/x", "deeper/still/x"), ("deeper/still/x", "x")])
+def test_a_folder_moved_inside_the_tree_stays_watched(tmp_path, source, target):
+    # Given an indexed folder that is then moved elsewhere in the tree (up or down)
+    write(tmp_path, f"{source}/f.txt", "one\n")
+    for folder in ("a", "deeper/still"):
+        (tmp_path / folder).mkdir(parents=True, exist_ok=True)
+    index = ProjectIndex(tmp_path)
+    try:
+        index.refresh()
+        os.rename(tmp_path / source, tmp_path / target)
+        index.refresh()
+        # When files in it change afterwards
+        (tmp_path / target / "f.txt").write_text("two\n")
+        write(tmp_path, f"{target}/g.txt", "three\n")
+        index.refresh()
+        # Then the index still sees them at the new place
+        texts = {e.rel: text for e, text in index.searchable()}
+        assert texts == {f"{target}/f.txt": "two\n", f"{target}/g.txt": "three\n"}
+    finally:
+        index.close()
