@@ -90,6 +90,7 @@ class JupyterMCP(ExtensionApp):
     )
     plugin_timeout = Float(
         5.0,
+        min=0.001,
         config=True,
         help=(
             "Time budget, in seconds, of one call of a plugin tool; a call that takes longer "

@@ -544,6 +544,20 @@ class PluginHost:
                     withheld.add(tool.name)
                 else:
                     wanted[tool.name] = tool
+        # Tools of plugins disabled after they loaded stay registered while their names are
+        # free, so that the registry refuses a call with "plugin ... is disabled"; the
+        # registry's policy hides them from every listing.
+        idle = [
+            plugin
+            for entry_point, plugin in self.loaded.items()
+            if plugin is not None and entry_point.name in disabled
+        ]
+        idle_counts = Counter(tool.name for plugin in idle for tool in plugin.tools)
+        for plugin in idle:
+            for tool in plugin.tools:
+                taken = tool.name in wanted or tool.name in withheld or tool.name in builtin
+                if not taken and idle_counts[tool.name] == 1:
+                    wanted[tool.name] = tool
         for tool in registry.all():
             if tool.plugin is not None and wanted.get(tool.name) is not tool:
                 registry.remove(tool.name)

@@ -471,7 +471,8 @@ async def test_disabling_a_plugin_at_runtime_withdraws_its_tools_at_once(
     listed = await names(jp_fetch)
     assert not [n for n in listed if n.startswith("example_notes__")]
     assert "bad_plugin__ok" in listed
-    assert await fails("example_notes__find_notes", text="x")
+    error = await fails("example_notes__find_notes", text="x")
+    assert "plugin example.notes is disabled" in error
     mcp_app.disabled_plugins = []
     assert "example_notes__find_notes" in await names(jp_fetch)
     assert await ok("example_notes__find_notes", text="x") == "[]"
