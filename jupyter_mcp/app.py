@@ -113,6 +113,14 @@ class JupyterMCP(ExtensionApp):
         config=True,
         help="Files larger than this many bytes are skipped by search_in_files_content.",
     )
+    code_timeout = Float(
+        30.0,
+        config=True,
+        help=(
+            "Seconds one code-intelligence call (symbols, references, refactorings) may take; "
+            "a longer one is stopped and fails with an error."
+        ),
+    )
 
     breakpoints_file = Unicode(
         "",
@@ -140,6 +148,7 @@ class JupyterMCP(ExtensionApp):
             action_approval_patterns=tuple(self.action_approval_patterns),
             plugin_timeout=self.plugin_timeout,
             search_max_file_bytes=self.search_max_file_bytes,
+            code_timeout=self.code_timeout,
         )
 
     @observe(
@@ -154,6 +163,7 @@ class JupyterMCP(ExtensionApp):
         "action_approval_patterns",
         "plugin_timeout",
         "search_max_file_bytes",
+        "code_timeout",
     )
     def _policy_changed(self, change: dict[str, Any]) -> None:
         if hasattr(self, "tool_context"):
@@ -242,6 +252,11 @@ class JupyterMCP(ExtensionApp):
             import asyncio
 
             await asyncio.to_thread(index.close)  # stops the search worker process
+        intel = context.services.pop("code_intel", None) if context is not None else None
+        if intel is not None:
+            import asyncio
+
+            await asyncio.to_thread(intel.close)  # stops the jedi worker process
 
 
 main = launch_instance = JupyterMCP.launch_instance

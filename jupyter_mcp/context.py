@@ -67,6 +67,7 @@ class Settings:
     action_approval_patterns: tuple[str, ...] = ACTION_APPROVAL_PATTERNS
     plugin_timeout: float = 5.0
     search_max_file_bytes: int = 8 * 1024 * 1024
+    code_timeout: float = 30.0
 
 
 class PathLocks:

@@ -775,21 +775,22 @@ async def test_refactor_argument_errors(shop: Path, fails) -> None:
     )
 
 
-async def test_a_slow_analysis_is_abandoned_with_a_clear_error(
-    shop: Path, ok, fails, monkeypatch
+async def test_a_slow_analysis_is_stopped_with_a_clear_error(
+    shop: Path, ok, fails, mcp_app: Any
 ) -> None:
-    from jupyter_mcp.tools import code
-
-    monkeypatch.setattr(code, "timeout", lambda ctx: 1e-6)
+    # Given a server whose code_timeout is far too short for any analysis
+    mcp_app.code_timeout = 1e-6
     line, character = _find(shop, "shop/util.py", "fmt_price")
+
+    # When references are asked for, the call fails and says why
     error = await fails(
         "find_references", pathInProject="shop/util.py", line=line, character=character
     )
-    assert "did not finish within" in error and "code_timeout" in error
+    assert "did not finish within 1e-06 s" in error and "code_timeout" in error
     assert "stopped" in error
 
-    # And the next call, with the usual limit, starts a fresh analysis and answers
-    monkeypatch.undo()
+    # And with the usual limit the next call starts a fresh analysis and answers
+    mcp_app.code_timeout = 30.0
     refs = await ok("find_references", pathInProject="shop/util.py", line=line, character=character)
     assert len(refs["references"]) == 4
 
