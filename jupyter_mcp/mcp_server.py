@@ -375,6 +375,7 @@ class MCPSurface:
             self._task.cancel()
         except Exception:
             log.exception("jupyter_mcp: the MCP session manager stopped with an error")
+        _stop_sse_shutdown_watcher()
 
     async def handle(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         """ASGI entry for one request to the Streamable HTTP endpoint."""
@@ -512,6 +513,24 @@ class MCPSurface:
                 await session.send_tool_list_changed()
             except Exception:
                 log.debug("jupyter_mcp: list_changed not delivered", exc_info=True)
+
+
+def _stop_sse_shutdown_watcher() -> None:
+    """End sse-starlette's per-loop shutdown poller (it watches for uvicorn, not Jupyter).
+
+    It would otherwise outlive the extension, waking twice a second until the loop closes.
+    It starts again with the next event stream.
+    """
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        return
+    for task in asyncio.all_tasks(loop):
+        coro = task.get_coro()
+        if getattr(coro, "__qualname__", "") == "_shutdown_watcher" and "sse_starlette" in (
+            getattr(getattr(coro, "cr_code", None), "co_filename", "") or ""
+        ):
+            task.cancel()
 
 
 def _session_id(rctx: Any) -> str | None:
