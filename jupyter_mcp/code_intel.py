@@ -137,7 +137,7 @@ class Delta:
 class Index:
     """Which project files mention which identifiers; notebooks with their text views."""
 
-    def __init__(self, on_python_changed: Callable[[Path, str], None]) -> None:
+    def __init__(self, on_python_changed: Callable[[Path, str, bool], None]) -> None:
         self.generation = 0
         self._names: dict[Path, frozenset[str]] = {}
         self._notebooks: dict[Path, Source] = {}
@@ -160,7 +160,9 @@ class Index:
                 self._names.pop(path, None)
                 continue
             self._names[path] = frozenset(_IDENTIFIER.findall(code))
-            self._on_python_changed(path, code)
+            # On a reset every file is "new": trust parso's disk cache as jedi does. A file that
+            # changed while the worker runs is checked against the caches.
+            self._on_python_changed(path, code, not delta.reset)
         for path, text in delta.notebooks.items():
             if text is None:
                 self._names.pop(path, None)
@@ -278,34 +280,37 @@ class Engine:
         finally:
             jedi_references.get_module_contexts_containing_name = original
 
-    def _keep_parse_fresh(self, path: Path, code: str) -> None:
+    def _keep_parse_fresh(self, path: Path, code: str, changed: bool) -> None:
         """Make sure parso's caches hold the current text of a file that changed on disk.
 
         parso trusts a cached tree when the file is not newer than the cache, which a file
-        replaced by an older copy (``cp -p``, an archive, a restored backup) defeats.
+        replaced by an older copy (``cp -p``, an archive, ``git stash``) or rewritten within
+        the file system's timestamp resolution defeats.
         """
-        from parso.cache import _get_hashed_path, parser_cache, try_to_save_module
+        from parso.cache import _get_hashed_path, load_module, parser_cache, try_to_save_module
         from parso.file_io import FileIO
         from parso.utils import split_lines
 
         grammar = self._grammar()
         hashed = grammar._hashed
+        cache_path = Path(jedi.settings.cache_directory)
         item = parser_cache.get(hashed, {}).get(path)
-        lines = split_lines(code, keepends=True)
-        if item is not None:
-            if item.lines == lines:
+        if item is None:
+            if not changed:
                 return
-        else:
-            pickle = _get_hashed_path(hashed, path, cache_path=Path(jedi.settings.cache_directory))
+            pickle = _get_hashed_path(hashed, path, cache_path=cache_path)
             try:
                 if os.path.getmtime(pickle) < os.path.getmtime(path):
                     return  # parso will parse the file afresh
             except OSError:
                 return  # nothing cached on disk
+            load_module(hashed, FileIO(str(path)), cache_path=cache_path)
+            item = parser_cache.get(hashed, {}).get(path)
+        lines = split_lines(code, keepends=True)
+        if item is not None and item.lines == lines:
+            return
         module = grammar.parse(code, cache=False, diff_cache=False)
-        try_to_save_module(
-            hashed, FileIO(str(path)), module, lines, cache_path=Path(jedi.settings.cache_directory)
-        )
+        try_to_save_module(hashed, FileIO(str(path)), module, lines, cache_path=cache_path)
 
     def _grammar(self) -> Any:
         if self._grammar_cache is None:

@@ -9,6 +9,7 @@ back, importing the package in a fresh interpreter and running the notebook's co
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -425,6 +426,28 @@ async def test_references_follow_file_changes(shop: Path, ok) -> None:
     refs = (await ok("find_references", **args))["references"]
     added = [(r["path"], r["line"]) for r in refs if r not in first]
     assert added == [("extra.ipynb", 2), ("report.py", 0), ("report.py", 2)]
+
+
+async def test_references_follow_a_file_replaced_by_an_older_copy(shop: Path, ok) -> None:
+    # Given an answer computed with service.py parsed and cached
+    line, character = _find(shop, "shop/util.py", "fmt_price")
+    args = {"pathInProject": "shop/util.py", "line": line, "character": character}
+    before = [r["line"] for r in (await ok("find_references", **args))["references"]]
+    assert before == [11, 14, 20, 3]
+
+    # When service.py is replaced by a version two lines longer whose timestamp is older
+    service = shop / "shop/service.py"
+    stat = service.stat()
+    service.write_text("# moved\n# down\n" + SERVICE)
+    os.utime(service, ns=(stat.st_atime_ns - 10**10, stat.st_mtime_ns - 10**10))
+
+    # Then the references in it are found on their new lines
+    refs = (await ok("find_references", **args))["references"]
+    assert [(r["path"], r["line"]) for r in refs if r["path"] == "shop/service.py"] == [
+        ("shop/service.py", 16),
+        ("shop/service.py", 22),
+    ]
+    assert _texts(shop, refs) == {"fmt_price"}
 
 
 # ------------------------------------------------------------------------------------------
