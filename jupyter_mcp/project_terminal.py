@@ -25,6 +25,8 @@ from .output import ANSI, OutputBuffer, plain_text
 TERMINAL_NAME = "mcp"
 #: Output must stay quiet this long, with the shell in the foreground, for a command to be done.
 QUIET_SECONDS = 0.3
+#: Longest silence after a command before it counts as done even with nothing printed after it.
+SETTLE_SECONDS = 3.0
 
 
 class _Listener:
@@ -129,8 +131,22 @@ class ProjectTerminal:
             return False
 
     def running(self) -> bool:
-        """True while a job is in the foreground or output is still flowing."""
-        return self.busy() or time.monotonic() - self.last_output < QUIET_SECONDS
+        """True while a job is in the foreground, output is flowing, or the shell is starting.
+
+        A fresh login shell may take a while before it reads the typed command; until the
+        shell has printed something after the command's echo (its output or the next prompt),
+        the command counts as running, for at most :data:`SETTLE_SECONDS` of silence.
+        """
+        if self.busy():
+            return True
+        quiet = time.monotonic() - self.last_output
+        if quiet < QUIET_SECONDS:
+            return True
+        if self.last_command is not None and quiet < SETTLE_SECONDS:
+            text = ANSI.sub("", self.output.read(self.command_offset).text)
+            if not _drop_echo(text, self.last_command).strip():
+                return True
+        return False
 
     async def wait_idle(self, timeout: float) -> bool:
         """Wait until the terminal is idle (shell in front, output quiet); False on timeout."""
