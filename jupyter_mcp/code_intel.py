@@ -20,6 +20,7 @@ import difflib
 import keyword
 import os
 import re
+import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -215,15 +216,30 @@ class Engine:
 
     def __init__(self, root: Path, *, environment_path: str | None = None) -> None:
         self.root = root
-        self.project = jedi.Project(
-            root,
-            environment_path=environment_path,
-            added_sys_path=[str(root)],
-            smart_sys_path=True,
-        )
+        self.project = self._project(environment_path)
         self.index = Index(on_python_changed=self._keep_parse_fresh)
         self._references_cache: dict[tuple[Path, int, int], tuple[int, str, list[Reference]]] = {}
         self._grammar_cache: Any = None
+
+    def _project(self, environment_path: str | None) -> jedi.Project:
+        """The project with the kernel's interpreter, or this one when that cannot be used."""
+        if environment_path is not None:
+            project = jedi.Project(
+                self.root,
+                environment_path=environment_path,
+                added_sys_path=[str(self.root)],
+                smart_sys_path=True,
+            )
+            try:
+                project.get_environment()._get_subprocess()  # start it now to know it works
+                return project
+            except Exception as e:
+                print(
+                    f"jupyter_mcp: analysing with {sys.executable} instead of the kernel's "
+                    f"{environment_path} ({type(e).__name__}: {e})",
+                    file=sys.stderr,
+                )
+        return jedi.Project(self.root, added_sys_path=[str(self.root)], smart_sys_path=True)
 
     def script(self, source: Source) -> jedi.Script:
         """A jedi Script over ``source`` in the shared project."""

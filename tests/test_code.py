@@ -546,6 +546,26 @@ async def test_rename_an_alias_stays_in_its_file(shop: Path, ok) -> None:
     assert _run_notebook(shop) == NOTEBOOK_OUTPUT
 
 
+async def test_rename_started_in_the_notebook_reaches_the_module(shop: Path, ok) -> None:
+    # checkout is defined in service.py, imported and called in the notebook
+    line, character = _find(shop, "analysis.ipynb", "checkout(items)")
+    result = await ok(
+        "refactor_code_at_location",
+        pathInProject="analysis.ipynb",
+        line=line,
+        character=character,
+        refactorType="rename",
+        options={"newName": "pay"},
+    )
+    assert result["changedFiles"] == ["analysis.ipynb", "shop/service.py"]
+    assert result["edits"] == 3
+    assert "def pay(products) -> str:" in (shop / "shop/service.py").read_text()
+    nb = nbformat.read(shop / "analysis.ipynb", as_version=4)
+    assert nb.cells[1].source.endswith("from shop.service import catalogue, pay")
+    assert nb.cells[3].source == "pay(items)"
+    assert _run_notebook(shop) == NOTEBOOK_OUTPUT
+
+
 @pytest.mark.parametrize(
     ("needle", "offset", "new_name", "message"),
     [
@@ -828,3 +848,40 @@ def test_neutralise_comments_ipython_lines_without_moving_text() -> None:
     assert [len(a) for a in result.split("\n")] == [len(b) for b in text.split("\n")]
     assert result.split("\n")[:4] == ["#time f()", "x = 1", "  #ls", "#bj?"]
     assert result.split("\n")[4:] == ["y = (2", "% 3)", "z = a != b", ""]
+
+
+# ------------------------------------------------------------------------------------------
+# The kernel's interpreter
+
+
+def test_the_kernel_interpreter_is_used_when_it_is_another_one(tmp_path: Path) -> None:
+    from types import SimpleNamespace
+
+    from jupyter_mcp.code_client import kernel_python
+    from jupyter_mcp.context import ToolContext
+
+    other = tmp_path / "python3.99"
+    other.write_text("#!/bin/sh\n")
+    other.chmod(0o755)
+
+    def ctx_with(argv: list[str], language: str = "python") -> ToolContext:
+        spec = SimpleNamespace(argv=argv, language=language)
+        app = SimpleNamespace(
+            kernel_spec_manager=SimpleNamespace(get_kernel_spec=lambda name: spec),
+            kernel_manager=SimpleNamespace(default_kernel_name="python3"),
+        )
+        return ToolContext(root_dir=tmp_path, serverapp=app)
+
+    assert kernel_python(ctx_with([str(other), "-m", "ipykernel_launcher"])) == str(other)
+    assert kernel_python(ctx_with(["python", "-m", "ipykernel_launcher"])) is None
+    assert kernel_python(ctx_with([sys.executable, "-m", "ipykernel_launcher"])) is None
+    assert kernel_python(ctx_with([str(tmp_path / "missing")])) is None
+    assert kernel_python(ctx_with([str(other)], language="R")) is None
+    assert kernel_python(ToolContext(root_dir=tmp_path)) is None
+
+
+def test_an_unusable_kernel_interpreter_falls_back_to_the_servers(tmp_path: Path) -> None:
+    from jupyter_mcp.code_intel import Engine
+
+    engine = Engine(tmp_path, environment_path=str(tmp_path / "no-such-python"))
+    assert engine.project.get_environment().executable == sys.executable
