@@ -77,11 +77,38 @@ def find_server(folder: Path, servers: list[dict[str, Any]]) -> dict[str, Any] |
     return best[1] if best else None
 
 
-def running_servers(runtime_dir: str | None = None) -> list[dict[str, Any]]:
-    """Every running Jupyter server that wrote a runtime file (``jpserver-*.json``)."""
-    from jupyter_server.serverapp import list_running_servers
+def _alive(pid: Any) -> bool:
+    if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0:
+        return False
+    if os.name == "nt":
+        return True  # no cheap check there; a dead server fails to answer instead
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
-    return list(list_running_servers(runtime_dir))
+
+def running_servers(runtime_dir: str | None = None) -> list[dict[str, Any]]:
+    """Every running Jupyter server that wrote a runtime file (``jpserver-*.json``).
+
+    What ``jupyter_server.serverapp.list_running_servers`` reads, without importing the whole
+    server (seconds on a busy machine) into a bridge that a client starts on every launch.
+    """
+    from jupyter_core.paths import jupyter_runtime_dir
+
+    folder = Path(runtime_dir or jupyter_runtime_dir())
+    servers = []
+    for file in sorted(folder.glob("jpserver-*.json")):
+        try:
+            info = json.loads(file.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue  # being written, or not ours to read
+        if isinstance(info, dict) and _alive(info.get("pid")):
+            servers.append(info)
+    return servers
 
 
 def resolve_target(url: str | None, token: str | None, root: str | None) -> ServerTarget:
