@@ -27,10 +27,11 @@ import importlib.resources
 import inspect
 import json
 import logging
+import queue
 import re
 import threading
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from types import ModuleType
@@ -290,6 +291,67 @@ def _package_of(obj: Any) -> str | None:
     return _package_of(module) if module is not None else None
 
 
+class _Workers:
+    """Daemon threads that run one plugin's calls.
+
+    A call goes to an idle worker, or to a new thread when none is idle, so a slow or stuck
+    call never delays another one, and stuck plugins never take threads from asyncio's default
+    pool. Up to ``keep_idle`` workers wait for the next call, each for ``idle_seconds`` at most;
+    the others end.
+    """
+
+    def __init__(self, name: str, keep_idle: int = 4, idle_seconds: float = 30.0) -> None:
+        self.name = name
+        self.keep_idle = keep_idle
+        self.idle_seconds = idle_seconds
+        self._jobs: queue.SimpleQueue[Callable[[], Callable[[], None]]] = queue.SimpleQueue()
+        self._idle = 0
+        self._lock = threading.Lock()
+
+    def submit(self, job: Callable[[], Callable[[], None]]) -> None:
+        """Run ``job`` in a worker thread, then the function it returns (neither may raise).
+
+        The worker counts itself idle before it runs that second function (which hands the
+        result over), so a caller that calls again at once reuses the same thread.
+        """
+        with self._lock:
+            spawn = self._idle <= 0
+            if not spawn:
+                self._idle -= 1
+            # Queued under the lock, so that an idle worker that gives up sees it.
+            self._jobs.put(job)
+        if spawn:
+            threading.Thread(target=self._run, name=self.name, daemon=True).start()
+
+    def _run(self) -> None:
+        while True:
+            try:
+                job = self._jobs.get(timeout=self.idle_seconds)
+            except queue.Empty:
+                with self._lock:
+                    if self._jobs.empty():
+                        self._idle = max(0, self._idle - 1)
+                        return
+                continue
+            deliver = job()
+            with self._lock:
+                stay = self._idle < self.keep_idle
+                if stay:
+                    self._idle += 1
+            deliver()
+            if not stay:
+                return
+
+
+class _Call:
+    """Bookkeeping of one call: whether the plugin has returned yet."""
+
+    __slots__ = ("finished",)
+
+    def __init__(self) -> None:
+        self.finished = False
+
+
 class Plugin:
     """A loaded plugin: its id, object, valid tools and refused declarations."""
 
@@ -303,8 +365,9 @@ class Plugin:
         self.tools: list[Tool] = []
         #: Declarations that were refused: name (or position) → reason.
         self.refused: dict[str, str] = {}
-        self._overdue: set[threading.Thread] = set()
+        self._overdue: set[_Call] = set()
         self._lock = threading.Lock()
+        self._workers = _Workers(f"jupyter_mcp-plugin-{plugin_id}")
         self._read_tools()
 
     def _read_tools(self) -> None:
@@ -365,7 +428,7 @@ class Plugin:
         )
 
     async def call(self, tool: str, arguments: dict[str, Any], ctx: ToolContext) -> str:
-        """Run ``obj.call`` in a thread of its own, within the time budget; check the result."""
+        """Run ``obj.call`` in a worker thread, within the time budget; check the result."""
         budget = ctx.settings.plugin_timeout
         with self._lock:
             overdue = len(self._overdue)
@@ -380,6 +443,7 @@ class Plugin:
         own_arguments = json.loads(json.dumps(arguments))
         future: asyncio.Future[Any] = loop.create_future()
         context = contextvars.copy_context()
+        this_call = _Call()
 
         def settle(outcome: tuple[bool, Any]) -> None:
             if not future.done():
@@ -388,7 +452,7 @@ class Plugin:
                 else:
                     future.set_exception(outcome[1])
 
-        def work() -> None:
+        def work() -> Callable[[], None]:
             try:
                 outcome: tuple[bool, Any] = (
                     True,
@@ -400,29 +464,34 @@ class Plugin:
                 outcome = (False, e)
             finally:
                 with self._lock:
-                    self._overdue.discard(threading.current_thread())
-            try:
-                loop.call_soon_threadsafe(settle, outcome)
-            except RuntimeError:  # the loop closed while the plugin ran past its budget
-                pass
+                    this_call.finished = True
+                    self._overdue.discard(this_call)
 
-        thread = threading.Thread(target=work, name=f"jupyter_mcp-plugin-{self.id}", daemon=True)
-        thread.start()
+            def deliver() -> None:
+                try:
+                    loop.call_soon_threadsafe(settle, outcome)
+                except RuntimeError:  # the loop closed while the plugin ran past its budget
+                    pass
+
+            return deliver
+
+        def mark_overdue() -> None:
+            with self._lock:
+                if not this_call.finished:
+                    self._overdue.add(this_call)
+
+        self._workers.submit(work)
         try:
             result = await asyncio.wait_for(future, budget)
         except asyncio.TimeoutError as e:
-            with self._lock:
-                if thread.is_alive():
-                    self._overdue.add(thread)
+            mark_overdue()
             self.log.warning("plugin %s: %s ran past its budget of %s s", self.id, tool, budget)
             raise ToolError(
                 f"Plugin {self.id}: {tool} did not finish within its time budget of {budget:g} s; "
                 "the call was abandoned (the plugin may still finish it in the background)"
             ) from e
         except asyncio.CancelledError:
-            with self._lock:
-                if thread.is_alive():
-                    self._overdue.add(thread)
+            mark_overdue()
             raise
         except ToolError as e:
             raise ToolError(f"Plugin {self.id}: {e.message}") from e

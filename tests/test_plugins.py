@@ -669,6 +669,11 @@ def test_harness_with_an_object_refuses_invalid_declarations(tmp_path: Path) -> 
     with pytest.raises(ToolError, match="word"):
         harness.call("shout", word="toolong")
     assert harness.listing()[0]["description"] == "Upper-case a word. (from plugin acme.notes)"
+    # Calls one after the other reuse the plugin's worker thread.
+    for word in ("a", "b", "c", "d", "e", "f"):
+        assert harness.call("shout", word=word) == word.upper()
+    workers = [t for t in threading.enumerate() if t.name == "jupyter_mcp-plugin-acme.notes"]
+    assert len(workers) == 1
 
 
 async def test_harness_in_async_tests_and_overdue_calls(plugin_paths: None, tmp_path: Path) -> None:
