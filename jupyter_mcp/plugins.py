@@ -13,8 +13,8 @@ no arguments) has
   as JSON text.
 
 A tool is registered as ``<plugin id, every char outside [a-z0-9_] replaced by _>__<name>``.
-Invalid declarations are refused with a log line; names that clash are withheld. Calls run in a
-thread of their own with a time budget, so a stuck plugin never blocks the server.
+Invalid declarations are refused with a log line; names that clash are withheld. Calls run in
+the plugin's own worker threads with a time budget, so a stuck plugin never blocks the server.
 """
 
 from __future__ import annotations
@@ -562,11 +562,11 @@ class PluginHost:
 
     def _load(self, entry_point: importlib.metadata.EntryPoint) -> Plugin | None:
         if entry_point not in self.loaded:
+            plugin: Plugin | None = None
             try:
                 plugin = load_entry_point(entry_point)
             except PluginError as e:
                 self._say("jupyter_mcp: plugin %s refused: %s", entry_point.name, e)
-                plugin = None
             else:
                 for key, reason in plugin.refused.items():
                     self._say(
