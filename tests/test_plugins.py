@@ -706,6 +706,18 @@ def test_port_range_setting() -> None:
             parse_port_range(bad)
 
 
+def test_bad_settings_are_refused_when_configured() -> None:
+    from traitlets import TraitError
+
+    from jupyter_mcp.app import JupyterMCP
+
+    with pytest.raises(TraitError, match="not 'FIRST-LAST'"):
+        JupyterMCP(port_range="ninety")
+    with pytest.raises(TraitError):
+        JupyterMCP(plugin_timeout=0)
+    assert JupyterMCP(port_range=True).port_range is True
+
+
 def _free_range(size: int) -> int:
     """The first port of ``size`` consecutive ports that are free now."""
     for _ in range(50):
