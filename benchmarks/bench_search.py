@@ -31,7 +31,8 @@ import time
 from pathlib import Path
 
 TOKEN = "bench-search-token"
-QUERIES = ["def setup", "function helper"]
+#: (searchText, case-sensitive?) — literal queries; rg and git grep get -F (and -i).
+QUERIES = [("def setup", True), ("function helper", True), ("def setup", False)]
 
 
 def build_tree(dest: Path) -> int:
@@ -99,8 +100,8 @@ def auth() -> dict[str, str]:
     return {"Authorization": f"token {TOKEN}"}
 
 
-def search(conn: http.client.HTTPConnection, query: str) -> list[dict]:
-    body = json.dumps({"searchText": query})
+def search(conn: http.client.HTTPConnection, query: str, case: bool = True) -> list[dict]:
+    body = json.dumps({"searchText": query, "caseSensitive": case})
     conn.request("POST", "/mcp/search_in_files_content", body=body, headers=auth())
     answer = json.loads(conn.getresponse().read())
     if answer["error"] is not None:
@@ -161,6 +162,13 @@ def status_latency(port: int, search_port: int, query: str, seconds: float) -> d
     }
 
 
+def children(pid: int) -> list[int]:
+    found = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        found += [int(c) for c in (task / "children").read_text().split()]
+    return found
+
+
 def rss_mb(pid: int) -> float:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
@@ -192,31 +200,37 @@ def main() -> None:
         proc = start_server(tree, port, work / "server.log")
         conn = http.client.HTTPConnection("127.0.0.1", port, timeout=300)
         started = time.perf_counter()
-        search(conn, QUERIES[0])
+        search(conn, QUERIES[0][0])
+        workers = ", ".join(f"{rss_mb(c):.0f} MB" for c in children(proc.pid))
         print(
             f"first search (builds the index): {time.perf_counter() - started:.2f} s; "
-            f"server RSS after: {rss_mb(proc.pid):.0f} MB"
+            f"RSS after: server {rss_mb(proc.pid):.0f} MB, search worker {workers}"
         )
-        print(f"\nwarm wall time, median (best) of {args.runs} runs; machine shared and busy:")
-        print(f"{'query':<18}{'tool':<28}{'median':>9}{'best':>9}{'files':>7}")
-        for query in QUERIES:
+        load = os.getloadavg()
+        print(
+            f"\nwarm wall time, median (best) of {args.runs} runs; the machine is shared "
+            f"(load average {load[0]:.1f} on {os.cpu_count()} cores):"
+        )
+        print(f"{'query':<22}{'tool':<28}{'median':>9}{'best':>9}{'files':>7}")
+        for query, case in QUERIES:
             rows = []
-            med, best, result = timed(lambda q=query: search(conn, q), args.runs)
-            rows.append(("search_in_files_content", med, best, len(result)))
+            flags = ["-l", "-F"] + ([] if case else ["-i"])
+            med, best, result = timed(lambda q=query, c=case: search(conn, q, c), args.runs)
+            name = "search_in_files_content" + ("" if case else " (ci)")
+            rows.append((name, med, best, len(result)))
             if rg:
-                med, best, out = timed(
-                    lambda q=query: run_tool([rg, "-l", "-F", q], tree), args.runs
-                )
-                rows.append(("rg -l -F", med, best, len(out)))
-            med, best, out = timed(
-                lambda q=query: run_tool(["git", "grep", "-l", "-F", q], tree), args.runs
-            )
-            rows.append(("git grep -l -F", med, best, len(out)))
+                cmd = [rg, *flags, query]
+                med, best, out = timed(lambda cmd=cmd: run_tool(cmd, tree), args.runs)
+                rows.append(("rg " + " ".join(flags), med, best, len(out)))
+            cmd = ["git", "grep", *flags, query]
+            med, best, out = timed(lambda cmd=cmd: run_tool(cmd, tree), args.runs)
+            rows.append(("git grep " + " ".join(flags), med, best, len(out)))
+            label = repr(query)
             for name, med, best, files in rows:
-                print(f"{query:<18}{name:<28}{med * 1000:>7.0f}ms{best * 1000:>7.0f}ms{files:>7}")
+                print(f"{label:<22}{name:<28}{med * 1000:>7.0f}ms{best * 1000:>7.0f}ms{files:>7}")
             if rg:
-                print(f"{'':<18}{'ratio to rg (median)':<28}{rows[0][1] / rows[1][1]:>8.2f}x")
-        stats = status_latency(port, port, QUERIES[0], args.seconds)
+                print(f"{'':<22}{'ratio to rg (median)':<28}{rows[0][1] / rows[1][1]:>8.2f}x")
+        stats = status_latency(port, port, QUERIES[0][0], args.seconds)
         print(
             f"\nGET /api/status during back-to-back searches ({stats['searches']} searches, "
             f"{stats['n']} requests): p50 {stats['p50'] * 1000:.1f} ms, "

@@ -22,7 +22,7 @@ import struct
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
@@ -48,10 +48,16 @@ class Query:
         self.literal: str | None = None
         self.pattern: re.Pattern[str] | None = None
         #: For a literal, case-insensitive ASCII query: the lower-cased text to look for in
-        #: lower-cased ASCII files (exactly what the regex would match there, much faster).
+        #: lower-cased files (see :func:`_candidates`).
         self.folded: str | None = None
+        #: The characters of FOLD_SPECIALS that may match a letter of the query: files
+        #: holding one go through the regular expression instead.
+        self.specials = ""
         if not regex and not case_sensitive and text.isascii():
             self.folded = text.lower()
+            self.specials = ("ſ" if "s" in self.folded else "") + (
+                "ıİ" if "i" in self.folded else ""
+            )
         if not regex and case_sensitive:
             self.literal = text
             return
@@ -69,14 +75,20 @@ class Query:
         assert self.pattern is not None
         return self.pattern.search(text) is not None
 
-    def spans(self, text: str) -> Iterator[int]:
-        """Start offsets of the non-overlapping matches in ``text``."""
-        if self.literal is not None:
-            step = len(self.literal)
-            start = text.find(self.literal)
+    def spans(self, text: str, lowered: str | None = None) -> Iterator[int]:
+        """Start offsets of the non-overlapping matches in ``text``.
+
+        ``lowered`` is ``text.lower()``, given for ASCII text when the query has ``folded``.
+        """
+        needle, haystack = self.literal, text
+        if needle is None and self.folded is not None and lowered is not None and text.isascii():
+            needle, haystack = self.folded, lowered  # same offsets: ASCII keeps its length
+        if needle is not None:
+            step = len(needle)
+            start = haystack.find(needle)
             while start >= 0:
                 yield start
-                start = text.find(self.literal, start + step)
+                start = haystack.find(needle, start + step)
             return
         assert self.pattern is not None
         for match in self.pattern.finditer(text):
@@ -153,25 +165,32 @@ def truncated(limit: int, what: str) -> dict[str, Any]:
     }
 
 
-def _candidates(index: ProjectIndex, query: Query) -> Iterator[tuple[FileEntry, str]]:
-    """The files (with their text) where ``query`` has a match, in path order."""
+def _candidates(index: ProjectIndex, query: Query) -> Iterator[tuple[FileEntry, str, str | None]]:
+    """The files where ``query`` has a match, in path order: entry, text, lowered text."""
     if query.folded is not None:
+        # str.lower maps every other character that IGNORECASE matches with an ASCII letter
+        # (such as the Kelvin sign) onto that letter, one character for one: the substring test
+        # on the lower-cased copy finds exactly the files the regular expression would.
         folded = query.folded
+        specials = query.specials
         search = query.found_in
-        for entry, text, lowered in index.folded():
-            if folded in lowered if lowered is not None else search(text):
-                yield entry, text
+        for entry, text, lowered, present in index.folded():
+            if folded in lowered:
+                yield entry, text, lowered
+            elif present and specials and any(c in present for c in specials):
+                if search(text):
+                    yield entry, text, lowered
         return
     if query.literal is not None:
         literal = query.literal
         for entry, text in index.searchable():
             if literal in text:
-                yield entry, text
+                yield entry, text, None
         return
     search = query.found_in
     for entry, text in index.searchable():
         if search(text):
-            yield entry, text
+            yield entry, text, None
 
 
 def search_content(
@@ -189,13 +208,15 @@ def search_content(
     exclude_spec = globs(exclude, "exclude")
     results: list[dict[str, Any]] = []
     remaining = maxResults
-    for entry, text in _candidates(index, query):
+    for entry, text, lowered in _candidates(index, query):
         if (include_spec or exclude_spec) and not _selected(entry, include_spec, exclude_spec):
             continue
         if remaining == 0:
             results.append(truncated(maxResults, "matches"))
             break
-        matches, more = locate(text, query.spans(text), remaining)
+        matches, more = locate(text, query.spans(text, lowered), remaining)
+        if not matches:
+            continue
         results.append({"path": entry.rel, "absolutePath": entry.path, "matches": matches})
         remaining -= len(matches)
         if more:
@@ -231,7 +252,10 @@ def find_names(
     return results
 
 
-OPERATIONS = {"content": search_content, "names": find_names}
+OPERATIONS: dict[str, Callable[..., list[dict[str, Any]]]] = {
+    "content": search_content,
+    "names": find_names,
+}
 
 
 # ------------------------------------------------------------------------------ backends

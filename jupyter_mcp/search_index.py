@@ -40,6 +40,9 @@ from .errors import ToolError
 SKIPPED_DIRS = frozenset({".git", ".hg", ".svn", ".bzr", "_darcs", ".jj", ".ipynb_checkpoints"})
 IGNORE_FILE = ".gitignore"
 _SNIFF = 8192
+#: Characters that re.IGNORECASE matches with an ASCII letter but that ``str.lower`` does not
+#: turn into that letter alone (ſ → s; ı and İ → i).
+FOLD_SPECIALS = "ſıİ"
 # A file modified this close to the moment it was read may change again within the same
 # timestamp tick; such "racy" entries are read again on the next refresh (git does the same).
 _RACY_NS = 50_000_000
@@ -250,8 +253,10 @@ class FileEntry:
     kind: str | None = None
     #: The searchable text (a notebook's view), when kept in memory.
     text: str | None = None
-    #: ``text.lower()`` of an ASCII text, made on the first case-insensitive search.
+    #: ``text.lower()``, made on the first case-insensitive search.
     folded: str | None = None
+    #: The characters of :data:`FOLD_SPECIALS` that the text holds (None: not looked yet).
+    specials: str | None = None
     racy: bool = False
 
     def _cached(self) -> int:
@@ -303,7 +308,7 @@ class ProjectIndex:
         self._cached_chars = 0
         self._sorted: list[FileEntry] | None = None
         self._texts: list[tuple[FileEntry, str | None]] | None = None
-        self._folded: list[tuple[FileEntry, str, str | None]] | None = None
+        self._folded: list[tuple[FileEntry, str, str, str]] | None = None
         self._uncached = False
         self._closed = False
 
@@ -323,8 +328,10 @@ class ProjectIndex:
     def refresh(self) -> None:
         """Bring the index up to date with the disk and read every new or changed file."""
         with self._lock:
-            outer_stamps = [_stamp_of(p) for p, _ in self._outer]
-            if self._top is None or outer_stamps != self._outer_stamps:
+            # A few stats: the repository around the root may appear, or its rules change.
+            outer = outer_rule_files(self.root)
+            outer_stamps = [_stamp_of(p) for p, _ in outer]
+            if self._top is None or outer != self._outer or outer_stamps != self._outer_stamps:
                 self._build()
             elif self._inotify is not None:
                 self._apply_events()
@@ -367,25 +374,31 @@ class ProjectIndex:
             found.append((entry, text))
         return found
 
-    def folded(self) -> list[tuple[FileEntry, str, str | None]]:
-        """Like :meth:`searchable`, plus the lower-cased text of each ASCII file (else None).
+    def folded(self) -> list[tuple[FileEntry, str, str, str]]:
+        """Like :meth:`searchable`, plus each text lower-cased (``str.lower``) and which of
+        the characters in :data:`FOLD_SPECIALS` it holds.
 
-        For ASCII text and an ASCII query, a case-insensitive match is a plain substring test
-        on these copies, made once and kept (within the cache budget).
+        The lower-cased copies are made on the first case-insensitive search and kept within
+        the cache budget, so that such a search is a plain substring test.
         """
         with self._lock:
             if self._folded is None:
                 found = []
                 for entry, text in self.searchable():
                     folded = entry.folded
-                    if folded is None and text.isascii():
+                    if folded is None:
                         folded = text.lower()
                         if entry.text is not None and (
                             self._cached_chars + len(folded) <= self.cache_bytes
                         ):
                             entry.folded = folded
                             self._cached_chars += len(folded)
-                    found.append((entry, text, folded))
+                    specials = entry.specials
+                    if specials is None:
+                        specials = entry.specials = (
+                            "" if text.isascii() else "".join(c for c in FOLD_SPECIALS if c in text)
+                        )
+                    found.append((entry, text, folded, specials))
                 if self._uncached:
                     return found
                 self._folded = found
@@ -498,7 +511,8 @@ class ProjectIndex:
                 old = previous.get(rel) if previous else None
                 entry = FileEntry(rel=rel, path=item.path, name=name, stamp=stamp, link=link)
                 if old is not None and old.stamp == stamp and old.kind is not None and not old.racy:
-                    entry.kind, entry.text, entry.folded = old.kind, old.text, old.folded
+                    entry.kind, entry.text = old.kind, old.text
+                    entry.folded, entry.specials = old.folded, old.specials
                     self._cached_chars += entry._cached()
                 else:
                     self._unloaded.add(entry)
@@ -552,7 +566,7 @@ class ProjectIndex:
 
     def _forget(self, entry: FileEntry) -> None:
         self._cached_chars -= entry._cached()
-        entry.text = entry.folded = None
+        entry.text = entry.folded = entry.specials = None
         self._links.discard(entry)
         self._racy.discard(entry)
         self._unloaded.discard(entry)
@@ -561,7 +575,7 @@ class ProjectIndex:
     def _invalidate(self, entry: FileEntry, stamp: tuple[int, int, int] | None) -> None:
         """Forget the entry's text; it is read again before the next search."""
         self._cached_chars -= entry._cached()
-        entry.text = entry.folded = None
+        entry.text = entry.folded = entry.specials = None
         entry.kind = None
         self._changed()
         entry.racy = False

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -475,3 +476,60 @@ def test_a_folder_moved_inside_the_tree_stays_watched(tmp_path, source, target):
         assert texts == {f"{target}/f.txt": "two\n", f"{target}/g.txt": "three\n"}
     finally:
         index.close()
+
+
+def test_a_repository_made_after_the_first_search_brings_its_exclude_rules(tmp_path):
+    write(tmp_path, "a.txt", "x\n")
+    write(tmp_path, "b.txt", "x\n")
+    index = ProjectIndex(tmp_path)
+    try:
+        index.refresh()
+        subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+        write(tmp_path, ".git/info/exclude", "b.txt\n")
+        index.refresh()
+        assert [e.rel for e in index.files()] == ["a.txt"]
+    finally:
+        index.close()
+
+
+def test_rules_of_folders_above_the_root_apply(tmp_path):
+    # Given a repository whose top ignores files of the sub-folder that is the project root
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    write(tmp_path, ".gitignore", "proj/generated/\n*.tmp\n")
+    root = tmp_path / "proj"
+    for rel in ["src/a.py", "generated/b.py", "c.tmp"]:
+        write(root, rel, "x\n")
+    index = ProjectIndex(root)
+    try:
+        index.refresh()
+        assert [e.rel for e in index.files()] == ["src/a.py"]
+    finally:
+        index.close()
+
+
+def test_case_insensitive_search_agrees_with_the_regex_engine(tmp_path):
+    # Given files with characters that IGNORECASE matches with ASCII letters in special ways
+    texts = {
+        "ascii.txt": "Kiss the SKY\n",
+        "kelvin.txt": "\u212aiss\n",  # Kelvin sign
+        "long_s.txt": "ki\u017f\u017f\n",  # long s
+        "dotted.txt": "\u0130d and \u0131d\n",  # İ and ı
+        "accents.txt": "Éléphant ÉCOLE\n",
+    }
+    for name, text in texts.items():
+        write(tmp_path, name, text)
+    backend = LocalSearch(tmp_path, 1024 * 1024)
+    try:
+        for query in ["kiss", "KISS", "id", "iss", "sky", "école", "k"]:
+            pattern = re.compile(re.escape(query), re.IGNORECASE)
+            found = backend.run("content", {"searchText": query, "caseSensitive": False})
+            # Then the files and the columns are those of re.IGNORECASE
+            expected = {
+                name: [m.start() for m in pattern.finditer(text)]
+                for name, text in sorted(texts.items())
+                if pattern.search(text)
+            }
+            got = {e["path"]: [m["column"] for m in e["matches"]] for e in found}
+            assert got == expected, query
+    finally:
+        backend.close()
