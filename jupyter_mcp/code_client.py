@@ -247,6 +247,11 @@ class CodeIntel:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(timeout=5)
 
+    def forget(self, paths: list[Path]) -> None:
+        """Send ``paths`` to the worker again with the next request (they were just written)."""
+        with self._lock:
+            self.files.forget(paths)
+
     def close(self) -> None:
         """Stop the worker process for good."""
         with self._lock:

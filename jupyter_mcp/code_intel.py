@@ -44,6 +44,9 @@ VIEW_SUFFIX = ".py"
 REFACTOR_TYPES = ("rename", "extract_variable", "extract_function", "inline")
 _IDENTIFIER = re.compile(r"[^\W\d]\w*")
 _CONSTANT = re.compile(r"_*[A-Z][A-Z0-9_]*")
+#: A magic or shell line as a notebook's view shows it (``# %time …``, ``# !ls``), not a cell
+#: marker (``# %%`` alone or with a title).
+_MAGIC_LINE = re.compile(r"\s*# ?(!|%(?!%( |$))|%%\S)")
 _SCOPES = ("funcdef", "classdef", "lambdef", "file_input")
 _PROPERTY_DECORATORS = re.compile(r"@\s*(\w+\.)*(property|cached_property|setter|getter|deleter)\b")
 
@@ -67,6 +70,11 @@ class Source:
     text: str
     code: str
     jedi_path: Path
+
+    @property
+    def notebook(self) -> bool:
+        """True when the source is a notebook's text view."""
+        return self.jedi_path != self.path
 
     @classmethod
     def of(cls, path: Path, shown: str, text: str, *, notebook: bool) -> Source:
@@ -413,9 +421,9 @@ class Engine:
         line: int,
         character: int,
         new_name: str,
-    ) -> tuple[Changes, int]:
-        """The new text of every file a rename touches (``{path: (shown, old, new)}``) and the
-        number of occurrences renamed."""
+    ) -> tuple[Changes, int, list[str]]:
+        """The new text of every file a rename touches (``{path: (shown, old, new)}``), the
+        number of occurrences renamed and notebook magic lines that mention the old name."""
         check_position(source, line, character)
         script = self.script(source)
         at_cursor = parso.parse(source.code).get_name_of_position((line + 1, character))
@@ -470,7 +478,31 @@ class Engine:
                     )
                 lines[ref.line] = text_line[: ref.character] + new_name + text_line[end:]
             changes[path] = (src.shown, src.text, "\n".join(lines))
-        return changes, len(refs)
+        return changes, len(refs), self._magic_mentions(source, old_name)
+
+    def _magic_mentions(self, source: Source, name: str) -> list[str]:
+        """Notebook lines with IPython magics or shell commands that mention ``name``.
+
+        jedi cannot see into ``%magic``/``!shell`` lines (the view shows them as comments), so
+        a rename leaves them alone; the agent is told where they are.
+        """
+        notebooks = {p for p in self.index.mentioning(name) if p.suffix == NOTEBOOK_SUFFIX}
+        if source.notebook:
+            notebooks.add(source.path)
+        word = re.compile(rf"\b{re.escape(name)}\b")
+        found = []
+        for path in sorted(notebooks):
+            src = source if path == source.path else self.index.notebook(path)
+            if src is None:
+                continue
+            rows = [
+                str(number)
+                for number, line in enumerate(src.text.split("\n"))
+                if _MAGIC_LINE.match(line) and word.search(line)
+            ]
+            if rows:
+                found.append(f"{self._shown(path)} line {', '.join(rows)}")
+        return found
 
     def refactor(
         self,
@@ -480,7 +512,7 @@ class Engine:
         character: int,
         new_name: str | None,
         until: tuple[int, int] | None,
-    ) -> tuple[Changes, int]:
+    ) -> tuple[Changes, int, list[str]]:
         """Run jedi's ``extract_variable``/``extract_function``/``inline`` and map its changes
         back onto the files' text views; also the number of edits (changed blocks of lines)."""
         check_position(source, line, character)
@@ -517,7 +549,7 @@ class Engine:
             if new_text != src.text:
                 changes[path] = (src.shown, src.text, new_text)
                 edits += count_edits(src.text, new_text)
-        return changes, edits
+        return changes, edits, []
 
     def _read(self, path: Path) -> Source:
         """Another file a refactoring touches, as the index or the disk has it now."""

@@ -498,6 +498,33 @@ async def test_rename_across_modules_and_notebook(
     assert after_nb.cells[2].outputs == before_nb.cells[2].outputs
 
 
+async def test_rename_reports_magic_lines_it_cannot_change(shop: Path, ok) -> None:
+    # Given a notebook that also uses fmt_price inside an IPython magic
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [
+        nbformat.v4.new_code_cell("import shop.util as u\n%timeit u.fmt_price(1)\nu.fmt_price(2)")
+    ]
+    nbformat.write(nb, shop / "timing.ipynb")
+    line, character = _find(shop, "shop/util.py", "fmt_price")
+
+    # When fmt_price is renamed
+    result = await ok(
+        "refactor_code_at_location",
+        pathInProject="shop/util.py",
+        line=line,
+        character=character,
+        refactorType="rename",
+        options={"newName": "format_price"},
+    )
+
+    # Then the code line changed, and the magic line is reported, not silently skipped
+    assert "timing.ipynb" in result["changedFiles"]
+    assert result["notChanged"] == ["timing.ipynb line 2"]
+    assert "timing.ipynb line 2" in result["message"]
+    source = nbformat.read(shop / "timing.ipynb", as_version=4).cells[0].source
+    assert source == "import shop.util as u\n%timeit u.fmt_price(1)\nu.format_price(2)"
+
+
 async def test_rename_a_method_and_a_property(shop: Path, ok) -> None:
     line, character = _find(shop, "shop/models.py", "def discounted")
     await ok(

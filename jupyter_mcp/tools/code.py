@@ -143,12 +143,12 @@ def refactor_code_at_location(
     what = f"{refactorType} in {source.shown}"
     intel = engine(ctx)
     if refactorType == "rename":
-        changes, edits = intel.call(
+        changes, edits, untouched = intel.call(
             "rename", source, line, character, new_name, timeout=timeout(ctx), what=what
         )
     else:
         until = _until(source, line, character, options) if refactorType != "inline" else None
-        changes, edits = intel.call(
+        changes, edits, untouched = intel.call(
             "refactor",
             source,
             refactorType,
@@ -164,14 +164,18 @@ def refactor_code_at_location(
     try:
         apply_changes(ctx, changes, lambda path: notify_written(ctx, path))
     finally:
-        intel.files.forget(list(changes))  # written (or restored): send them again
+        intel.forget(list(changes))  # written (or restored): send them again
     changed = sorted(shown for shown, _, _ in changes.values())
-    return {
-        "success": True,
-        "message": _message(refactorType, new_name, edits, changed),
-        "changedFiles": changed,
-        "edits": edits,
-    }
+    message = _message(refactorType, new_name, edits, changed)
+    result: dict[str, Any] = {"success": True, "message": message, "changedFiles": changed}
+    result["edits"] = edits
+    if untouched:
+        result["message"] += (
+            ". Not changed (IPython magic or shell lines, which the analysis cannot see into): "
+            + "; ".join(untouched)
+        )
+        result["notChanged"] = untouched
+    return result
 
 
 def _until(
