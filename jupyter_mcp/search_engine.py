@@ -320,12 +320,23 @@ class WorkerSearch:
         self._closed = False
 
     def _start(self) -> subprocess.Popen[bytes]:
-        return subprocess.Popen(
-            [sys.executable, "-m", "jupyter_mcp.search_engine", str(self.root)],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            close_fds=True,
-        )
+        # The child imports this very package, wherever the server imported it from.
+        package_parent = str(Path(__file__).resolve().parent.parent)
+        python_path = os.environ.get("PYTHONPATH")
+        env = {
+            **os.environ,
+            "PYTHONPATH": package_parent + (os.pathsep + python_path if python_path else ""),
+        }
+        try:
+            return subprocess.Popen(
+                [sys.executable, "-m", "jupyter_mcp.search_engine", str(self.root)],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                close_fds=True,
+                env=env,
+            )
+        except OSError as e:
+            raise ToolError(f"Could not start the search worker process: {e}") from e
 
     def run(self, op: str, args: dict[str, Any]) -> Any:
         """Send one operation to the child and return its result (or raise its ToolError)."""

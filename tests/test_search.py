@@ -15,10 +15,22 @@ import pytest
 from jupyter_mcp.context import ToolContext
 from jupyter_mcp.errors import ToolError
 from jupyter_mcp.search_engine import LocalSearch, WorkerSearch
-from jupyter_mcp.search_index import ProjectIndex
+from jupyter_mcp.search_index import Inotify, ProjectIndex
 from jupyter_mcp.tools.search import search_in_files_content
 
 LIMIT = 64 * 1024
+
+
+def inotify_usable() -> bool:
+    """False where the kernel refuses an inotify instance (not Linux, or the limit is hit)."""
+    try:
+        Inotify().close()
+    except OSError:
+        return False
+    return True
+
+
+needs_inotify = pytest.mark.skipif(not inotify_usable(), reason="inotify is not available")
 
 
 @pytest.fixture
@@ -335,7 +347,7 @@ async def test_proxy_surface_returns_the_array_as_text(call, jp_root_dir):
 # ------------------------------------------------------------------ the index directly
 
 
-@pytest.mark.parametrize("use_events", [True, False])
+@pytest.mark.parametrize("use_events", [pytest.param(True, marks=needs_inotify), False])
 def test_index_stays_fresh_with_and_without_events(tmp_path, use_events):
     # Given an index (file events, or stat checks only)
     write(tmp_path, "a.txt", "alpha\n")
@@ -414,6 +426,7 @@ def _same_stamp_rewrite(path: Path, text: str) -> None:
     )
 
 
+@needs_inotify
 def test_events_catch_a_rewrite_that_keeps_size_and_mtime(tmp_path):
     path = write(tmp_path, "a.txt", "alpha\n")
     index = ProjectIndex(tmp_path)
