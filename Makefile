@@ -34,7 +34,7 @@ LABEXT_NODE := labextension/node_modules/.jupyter-mcp-installed
 LABEXT_SOURCES := $(shell find labextension/src labextension/style -type f 2>/dev/null) \
 	labextension/package.json labextension/tsconfig.json
 
-.PHONY: help run test test-deps install labextension chromium lint format wheel clean
+.PHONY: help run test test-deps install labextension chromium npm-tools lint format wheel clean
 
 help:
 	@echo "make run     JupyterLab with jupyter-mcp on notebooks/ (prints URL, token, curl line)"
@@ -112,6 +112,20 @@ chromium:
 # Everything the tests need before pytest starts. To add a set-up step (npm tools, ...), write
 # its target and add a line `test-deps: your-target` next to it; do not add a recipe here.
 test-deps: $(STAMPS)/develop chromium
+
+# The external MCP clients the tests drive (MCP Inspector CLI, conformance suite, Node 22), from
+# tests/npm-tools into .cache/npm-tools. Without npm the tests that need them skip.
+NPM_TOOLS := $(CURDIR)/.cache/npm-tools
+$(NPM_TOOLS)/.installed: tests/npm-tools/package.json tests/npm-tools/package-lock.json
+	@if command -v npm >/dev/null; then \
+		echo "==> installing the MCP Inspector and conformance suite into .cache/npm-tools"; \
+		mkdir -p $(NPM_TOOLS) && cp $^ $(NPM_TOOLS)/ && \
+		cd $(NPM_TOOLS) && $(QUIET) npm install --no-audit --no-fund && touch $@; \
+	else \
+		echo "note: npm not found: the Inspector and conformance tests will be skipped."; \
+	fi
+npm-tools: $(NPM_TOOLS)/.installed
+test-deps: npm-tools
 
 test: test-deps
 	@echo "==> pytest"

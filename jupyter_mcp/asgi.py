@@ -250,9 +250,11 @@ class StreamableHTTPHandler(MCPBaseHandler):
 
 
 def session_owner(handler: web.RequestHandler) -> Any:
-    """The Jupyter user as the SDK's principal, so a session answers only the user who opened it.
+    """Who may use a session, as the SDK's principal: a session answers only its opener.
 
-    None when the server runs without auth (every request is a new anonymous user then).
+    A request carrying the server's token acts for whoever holds the token (Jupyter gives such
+    requests a fresh anonymous name each time when no cookie comes back); a cookie login acts
+    for its user. None when the server runs without auth.
     """
     provider = getattr(handler, "identity_provider", None)
     user = getattr(handler, "current_user", None)
@@ -261,5 +263,8 @@ def session_owner(handler: web.RequestHandler) -> Any:
     from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
     from mcp.server.auth.provider import AccessToken
 
-    name = getattr(user, "username", None) or str(user)
-    return AuthenticatedUser(AccessToken(token="jupyter", client_id=name, scopes=[]))
+    if getattr(handler, "token_authenticated", False):
+        principal = "jupyter-token"
+    else:
+        principal = "user:" + (getattr(user, "username", None) or str(user))
+    return AuthenticatedUser(AccessToken(token="jupyter", client_id=principal, scopes=[]))

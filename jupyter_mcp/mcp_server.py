@@ -186,6 +186,34 @@ class _Server(Server[Any]):
         )
 
 
+# The IDE is tools only. Prompts, resources and completions are served as empty so that clients
+# probing them (and the 2026-07-28 caching rules for list results) get answers, not errors.
+
+
+async def _no_prompts(rctx: Any, params: Any) -> types.ListPromptsResult:
+    return types.ListPromptsResult(prompts=[])
+
+
+async def _unknown_prompt(rctx: Any, params: types.GetPromptRequestParams) -> Any:
+    raise MCPError(types.INVALID_PARAMS, f"Unknown prompt: {params.name}", {"name": params.name})
+
+
+async def _no_resources(rctx: Any, params: Any) -> types.ListResourcesResult:
+    return types.ListResourcesResult(resources=[])
+
+
+async def _no_resource_templates(rctx: Any, params: Any) -> types.ListResourceTemplatesResult:
+    return types.ListResourceTemplatesResult(resource_templates=[])
+
+
+async def _unknown_resource(rctx: Any, params: types.ReadResourceRequestParams) -> Any:
+    raise MCPError(types.INVALID_PARAMS, "Resource not found", {"uri": str(params.uri)})
+
+
+async def _no_completions(rctx: Any, params: Any) -> types.CompleteResult:
+    return types.CompleteResult(completion=types.Completion(values=[], total=0, has_more=False))
+
+
 class _ProgressRelay:
     """Forwards ``ctx.report_progress`` calls of one tool call to its client, in order.
 
@@ -310,6 +338,12 @@ class MCPSurface:
                 on_list_tools=self._list_tools,
                 on_call_tool=self._call_tool,
                 on_set_logging_level=self._set_level,
+                on_list_prompts=_no_prompts,
+                on_get_prompt=_unknown_prompt,
+                on_list_resources=_no_resources,
+                on_list_resource_templates=_no_resource_templates,
+                on_read_resource=_unknown_resource,
+                on_completion=_no_completions,
             )
         self.server.middleware.append(self._track_session)
         security = TransportSecuritySettings(
