@@ -91,8 +91,11 @@ $(STAMPS)/develop: $(STAMPS)/install $(LABEXT_BUILT)
 
 # --- make run -------------------------------------------------------------------------------
 
+# PORT, JUPYTER_TOKEN and NOTEBOOK_DIR are read from the environment or the make command line;
+# LAB_ARGS go to `jupyter lab`, e.g. make run LAB_ARGS="--JupyterMCP.read_only=True".
+LAB_ARGS ?=
 run: $(STAMPS)/develop
-	@bash scripts/run-lab.sh
+	@bash scripts/run-lab.sh $(LAB_ARGS)
 
 # --- make test ------------------------------------------------------------------------------
 
