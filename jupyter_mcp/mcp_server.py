@@ -214,56 +214,69 @@ async def _no_completions(rctx: Any, params: Any) -> types.CompleteResult:
     return types.CompleteResult(completion=types.Completion(values=[], total=0, has_more=False))
 
 
-class _ProgressRelay:
-    """Forwards ``ctx.report_progress`` calls of one tool call to its client, in order.
+class _Relay:
+    """Sends what one tool call produces (progress, log lines) to its client, in order.
 
-    Sync tools run in a worker thread, so :meth:`report` only puts the update on the loop; a
-    task on the loop sends them one after the other.
+    Sync tools run in a worker thread, so :meth:`put` only hands the item to the loop, where a
+    task sends the items one after the other. The task starts with the first item: most calls
+    report nothing and pay nothing.
     """
 
-    def __init__(self, send: Callable[[float, float | None, str | None], Any]) -> None:
+    def __init__(self, send: Callable[..., Any]) -> None:
         self._send = send
         self._loop = asyncio.get_running_loop()
-        self._queue: asyncio.Queue[tuple[float, float | None, str | None] | None] = asyncio.Queue()
-        self._task = self._loop.create_task(self._drain())
+        self._queue: asyncio.Queue[tuple[Any, ...] | None] | None = None
+        self._task: asyncio.Task[None] | None = None
 
-    def report(self, progress: float, total: float | None, message: str | None) -> None:
-        """Queue one update; safe from any thread."""
-        item = (float(progress), None if total is None else float(total), message)
+    def put(self, item: tuple[Any, ...]) -> None:
+        """Queue one item; safe from any thread."""
         if _on_loop(self._loop):
-            self._queue.put_nowait(item)
+            self._enqueue(item)
         else:
-            self._loop.call_soon_threadsafe(self._queue.put_nowait, item)
+            self._loop.call_soon_threadsafe(self._enqueue, item)
 
-    async def _drain(self) -> None:
-        while (item := await self._queue.get()) is not None:
+    def _enqueue(self, item: tuple[Any, ...] | None) -> None:
+        if self._queue is None:
+            self._queue = asyncio.Queue()
+            self._task = self._loop.create_task(self._drain(self._queue))
+        self._queue.put_nowait(item)
+
+    async def _drain(self, queue: asyncio.Queue[tuple[Any, ...] | None]) -> None:
+        while (item := await queue.get()) is not None:
             try:
                 await self._send(*item)
-            except Exception:  # a lost progress update must never fail the call
-                log.debug("jupyter_mcp: progress notification dropped", exc_info=True)
+            except Exception:  # a lost notification must never fail the call
+                log.debug("jupyter_mcp: notification dropped", exc_info=True)
 
     async def close(self) -> None:
-        """Send what is queued, then stop (updates reach the client before the result)."""
-        self._queue.put_nowait(None)
-        await self._task
+        """Send what is queued (before the call's result goes out), then stop."""
+        if self._queue is not None and self._task is not None:
+            self._queue.put_nowait(None)
+            await self._task
 
     def cancel(self) -> None:
         """Stop without sending the rest (the call was cancelled)."""
-        self._task.cancel()
+        if self._task is not None:
+            self._task.cancel()
 
 
-class _LogRelay:
-    """Forwards the log records of one tool call as ``notifications/message``, in order."""
+class _ProgressRelay(_Relay):
+    """``ctx.report_progress`` of one call as ``notifications/progress``."""
 
-    def __init__(self, send: Callable[[types.LoggingLevel, Any], Any], threshold: str) -> None:
-        self._send = send
+    def report(self, progress: float, total: float | None, message: str | None) -> None:
+        """The reporter installed in :data:`progress_reporter` for the call."""
+        self.put((float(progress), None if total is None else float(total), message))
+
+
+class _LogRelay(_Relay):
+    """The log records of one call, at or above the client's level, as ``notifications/message``."""
+
+    def __init__(self, send: Callable[..., Any], threshold: str) -> None:
+        super().__init__(send)
         self._min = _LEVELS.index(threshold)  # type: ignore[arg-type]
-        self._loop = asyncio.get_running_loop()
-        self._queue: asyncio.Queue[tuple[types.LoggingLevel, str] | None] = asyncio.Queue()
-        self._task = self._loop.create_task(self._drain())
 
     def record(self, record: logging.LogRecord) -> None:
-        """Queue one record at or above the client's level; safe from any thread."""
+        """The sink installed for the call's log records (any thread)."""
         level = _python_level_name(record.levelno)
         if _LEVELS.index(level) < self._min:
             return
@@ -271,27 +284,7 @@ class _LogRelay:
             text = record.getMessage()
         except Exception:  # a malformed log call must not break the tool
             text = str(record.msg)
-        item = (level, text)
-        if _on_loop(self._loop):
-            self._queue.put_nowait(item)
-        else:
-            self._loop.call_soon_threadsafe(self._queue.put_nowait, item)
-
-    async def _drain(self) -> None:
-        while (item := await self._queue.get()) is not None:
-            try:
-                await self._send(*item)
-            except Exception:
-                log.debug("jupyter_mcp: log notification dropped", exc_info=True)
-
-    async def close(self) -> None:
-        """Send what is queued, then stop."""
-        self._queue.put_nowait(None)
-        await self._task
-
-    def cancel(self) -> None:
-        """Stop without sending the rest."""
-        self._task.cancel()
+        self.put((level, text))
 
 
 def _on_loop(loop: asyncio.AbstractEventLoop) -> bool:
