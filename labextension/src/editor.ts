@@ -20,6 +20,7 @@ import {
 type DocWidget = NotebookPanel | IDocumentWidget<FileEditor>;
 
 const SELECTION_DEBOUNCE_MS = 150;
+const HISTORY_SETTLE_MS = 2000;
 
 /**
  * Tracks the active document and answers the editor requests of the bridge.
@@ -177,11 +178,22 @@ export class ActiveEditor {
     if (!widget) {
       throw new Error(`JupyterLab could not open ${path}`);
     }
-    const context = (widget as DocWidget).context;
-    if (context) {
-      await context.ready;
-    }
+    const document = widget as DocWidget;
+    // A newly opened document clears its undo history once more after `ready` (when its
+    // checkpoint is made); an edit made before that would not be undoable.
+    const settled =
+      document.context && !document.context.isReady
+        ? historySettled(document)
+        : Promise.resolve();
     this._app.shell.activateById(widget.id);
+    if (document.context) {
+      await document.context.ready;
+    }
+    if (document.revealed) {
+      // The editor exists only once the widget is revealed.
+      await document.revealed;
+    }
+    await settled;
     if (isDocWidget(widget, this._notebooks, this._editors)) {
       this._setActive(widget);
     }
@@ -324,6 +336,41 @@ function info(widget: DocWidget): IDocumentInfo {
     type: widget instanceof NotebookPanel ? 'notebook' : 'file',
     dirty: widget.context.model.dirty
   };
+}
+
+/**
+ * Resolves once a newly opened document has cleared its undo history for the last time, or
+ * after a short time when that does not happen. Call it before the document is ready.
+ *
+ * JupyterLab clears the history of a new document after `context.ready`, once its checkpoint
+ * is made; an edit made before that would silently drop out of the undo history. The clear is
+ * a no-op (and emits nothing) when the history is empty, so the call itself is observed.
+ */
+function historySettled(widget: DocWidget): Promise<void> {
+  const shared = widget.context.model.sharedModel as { clearUndoHistory(): void };
+  const original = shared.clearUndoHistory;
+  return new Promise<void>(resolve => {
+    // Clears in `ready` callbacks registered before this one (the editor's own) come first.
+    let ready = false;
+    void widget.context.ready.then(() => {
+      ready = true;
+    });
+    const done = () => {
+      if (shared.clearUndoHistory === patched) {
+        shared.clearUndoHistory = original;
+      }
+      window.clearTimeout(timer);
+      resolve();
+    };
+    const patched = function (this: unknown) {
+      original.call(shared);
+      if (ready) {
+        window.setTimeout(done, 0);
+      }
+    };
+    shared.clearUndoHistory = patched;
+    const timer = window.setTimeout(done, HISTORY_SETTLE_MS);
+  });
 }
 
 function ordered(a: number, b: number): [number, number] {
