@@ -86,6 +86,11 @@ def npm_tools() -> Path:
     return NPM_TOOLS
 
 
+def node22_env() -> dict[str, str]:
+    """The environment with the Node 22 that npm installed first on ``PATH``."""
+    return {**os.environ, "PATH": f"{NODE22_BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -170,7 +175,7 @@ def untestable_without_fixture(check: dict[str, Any]) -> bool:
 )
 def test_conformance_scenario(open_server: str, tmp_path: Path, version: str, scenario: str):
     tools = npm_tools()
-    env = {**os.environ, "PATH": f"{NODE22_BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
+    env = node22_env()
     done = subprocess.run(
         [
             str(tools / "node_modules" / ".bin" / "conformance"),
@@ -215,6 +220,7 @@ async def inspector(url: str, token: str, *args: str) -> tuple[int, str, str]:
         "--header",
         f"Authorization: token {token}",
         *args,
+        env=node22_env(),
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
     )

@@ -350,17 +350,20 @@ async def test_foreign_host_is_refused(mcp_url, token):
     assert response.status_code in (403, 421)
 
 
-async def test_json_only_client_gets_a_json_answer(mcp_url, token):
+@pytest.mark.parametrize("version", ["2025-03-26", "2025-06-18", "2025-11-25"])
+async def test_json_only_client_gets_a_json_answer(mcp_url, token, version):
     headers = {
         "Content-Type": "application/json",
         "Accept": "application/json",
         "Authorization": f"token {token}",
     }
-    response = await post(mcp_url, INITIALIZE, headers)
+    body = {**INITIALIZE, "params": {**INITIALIZE["params"], "protocolVersion": version}}
+    response = await post(mcp_url, body, headers)
     assert response.status_code == 200
     assert response.headers["content-type"].startswith("application/json")
     answer = response.json()
     assert answer["id"] == 1
+    assert answer["result"]["protocolVersion"] == version
     assert answer["result"]["serverInfo"]["name"] == "jupyter-mcp"
     assert response.headers.get("mcp-session-id")
 
