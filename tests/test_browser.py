@@ -66,6 +66,13 @@ class Lab:
     url: str
     root: Path
     process: subprocess.Popen[bytes]
+    start: Callable[[], subprocess.Popen[bytes]]
+
+    def restart(self) -> None:
+        """Stop the server and start it again on the same port (windows must reconnect)."""
+        _stop(self.process)
+        self.process = self.start()
+        wait_for(lambda: _up(self.url, self.process), timeout=90, what="jupyter lab to restart")
 
     def call(self, tool: str, **arguments: Any) -> dict[str, Any]:
         """POST one tool call to seed REST; the parsed ``{"status", "error"}``."""
@@ -129,49 +136,54 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     )
     port = _free_port()
     env = {**os.environ, "JUPYTER_RUNTIME_DIR": str(base / "runtime")}
-    log = open(base / "lab.log", "wb")  # noqa: SIM115 (closed at teardown)
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "jupyterlab",
-            "--no-browser",
-            "--allow-root",
-            f"--port={port}",
-            "--ServerApp.ip=127.0.0.1",
-            f"--ServerApp.token={TOKEN}",
-            f"--ServerApp.root_dir={root}",
-            "--ServerApp.jpserver_extensions={'jupyter_mcp': True}",
-            f"--LabApp.workspaces_dir={base / 'workspaces'}",
-            f"--LabApp.user_settings_dir={base / 'settings'}",
-            "--JupyterMCP.approval_timeout=30",
-        ],
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        env=env,
-        cwd=base,
-    )
+    log = open(base / "lab.log", "ab")  # noqa: SIM115 (closed at teardown)
+    command = [
+        sys.executable,
+        "-m",
+        "jupyterlab",
+        "--no-browser",
+        "--allow-root",
+        f"--port={port}",
+        "--ServerApp.port_retries=0",
+        "--ServerApp.ip=127.0.0.1",
+        f"--ServerApp.token={TOKEN}",
+        f"--ServerApp.root_dir={root}",
+        "--ServerApp.jpserver_extensions={'jupyter_mcp': True}",
+        f"--LabApp.workspaces_dir={base / 'workspaces'}",
+        f"--LabApp.user_settings_dir={base / 'settings'}",
+        "--JupyterMCP.approval_timeout=30",
+    ]
+
+    def start() -> subprocess.Popen[bytes]:
+        return subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=base)
+
     url = f"http://127.0.0.1:{port}/"
-
-    def up() -> bool:
-        if process.poll() is not None:
-            raise AssertionError(f"jupyter lab exited: {(base / 'lab.log').read_text()[-3000:]}")
-        try:
-            urllib.request.urlopen(f"{url}api/status?token={TOKEN}", timeout=2).close()
-        except (urllib.error.URLError, ConnectionError):
-            return False
-        return True
-
+    lab = Lab(url=url, root=root, process=start(), start=start)
     try:
-        wait_for(up, timeout=90, what="jupyter lab to start")
-        yield Lab(url=url, root=root, process=process)
+        wait_for(lambda: _up(url, lab.process), timeout=90, what="jupyter lab to start")
+        yield lab
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            process.kill()
+        _stop(lab.process)
         log.close()
+
+
+def _up(url: str, process: subprocess.Popen[bytes]) -> bool:
+    if process.poll() is not None:
+        raise AssertionError(f"jupyter lab exited with {process.returncode}")
+    try:
+        urllib.request.urlopen(f"{url}api/status?token={TOKEN}", timeout=2).close()
+    except (urllib.error.URLError, ConnectionError):
+        return False
+    return True
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    process.terminate()
+    try:
+        process.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
 
 
 @pytest.fixture(scope="module")
@@ -417,3 +429,20 @@ def test_status_bar_and_activity_panel_show_the_calls(lab: Lab, page: Any) -> No
     assert 'pathInProject="vis/v.py"' in items.nth(1).inner_text()
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / "activity-panel.png"))
+
+
+# -- last: the server restarts -----------------------------------------------------------------
+
+
+def test_the_window_reconnects_after_a_server_restart(lab: Lab, page: Any) -> None:
+    write(lab, "restart/x.py", "x = 1\n")
+    open_in_editor(lab, page, "restart/x.py")
+    lab.restart()
+    status = page.locator(".jp-MCP-status")
+    wait_for(lambda: "offline" not in status.inner_text(), timeout=30, what="the reconnection")
+    # The window reported its state again: the restarted server knows the active editor.
+    wait_for(
+        lambda: lab.ok("get_open_in_editor_file_path") == str(lab.root / "restart/x.py"),
+        what="the state after reconnecting",
+    )
+    assert editor_text(lab) == "x = 1\n"
