@@ -17,6 +17,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from jupyter_server.auth.decorator import authorized
+from jupyter_server.base.handlers import APIHandler
 from tornado import web
 from tornado.iostream import StreamClosedError
 
@@ -74,7 +75,7 @@ class SSECollapser:
 
 
 async def serve_asgi(
-    handler: web.RequestHandler,
+    handler: APIHandler,
     app: ASGIApp,
     *,
     headers: list[tuple[bytes, bytes]],
@@ -165,7 +166,7 @@ async def serve_asgi(
         handler.finish(json.dumps(collapse.answer), set_content_type="application/json")
         return
     try:
-        handler.finish(set_content_type=content_type)  # type: ignore[call-arg]
+        handler.finish(set_content_type=content_type)
     except StreamClosedError:
         disconnected.set()
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import json
 import logging
 import os
@@ -252,10 +253,13 @@ class Relay:
         if "method" in message and "id" in message:
             request_id = message["id"]
             self._in_flight[request_id] = (task, modern)
-            task.add_done_callback(lambda _t, rid=request_id: self._in_flight.pop(rid, None))
+            task.add_done_callback(functools.partial(self._settled, request_id))
         if message.get("method") == "initialize":
             # Later messages need the session id that this answer brings.
             await asyncio.shield(task)
+
+    def _settled(self, request_id: Any, _task: asyncio.Task[None]) -> None:
+        self._in_flight.pop(request_id, None)
 
     async def _post(self, message: dict[str, Any]) -> None:
         request_id = message.get("id") if "method" in message else None

@@ -505,8 +505,9 @@ class MCPSurface:
 
     # -- tools/list_changed -----------------------------------------------------------------
 
-    async def _track_session(self, rctx: Any, call_next: Any) -> Any:
+    async def _track_session(self, ctx: Any, call_next: Any) -> Any:
         """Remember each legacy session's channel, to announce tool list changes on it."""
+        rctx = ctx
         session = _session_id(rctx)
         if session is not None and rctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
             self._sessions[session] = rctx.session
