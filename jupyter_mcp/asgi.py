@@ -135,7 +135,10 @@ async def serve_asgi(
                 lower = name.lower()
                 if lower in _SKIPPED_HEADERS or (collapse is not None and lower == "content-type"):
                     continue
-                handler.add_header(name, value)
+                if lower == "set-cookie":
+                    handler.add_header(name, value)
+                else:
+                    handler.set_header(name, value)  # replaces Jupyter's default, if any
             if sse and collapse is None:
                 # Send the headers now: an event stream may stay quiet for a long while.
                 await _flush(handler, disconnected)
