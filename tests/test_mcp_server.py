@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -414,3 +415,36 @@ async def test_seed_rest_routes_still_answer_beside_mcp(jp_fetch):
     response = await jp_fetch("mcp", "list_tools", method="GET")
     assert response.code == 200
     assert any(t["name"] == "get_file_text_by_path" for t in json.loads(response.body))
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_cancelling_a_background_command_kills_it(connect, jp_root_dir, mode):
+    pid_file = jp_root_dir / "pid.txt"
+
+    def alive(pid: int) -> bool:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        return True
+
+    async with connect(mode) as client:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(
+                client.call_tool,
+                "run_command_on_background",
+                {"command": "echo $$ > pid.txt; sleep 60", "timeout": 120000},
+            )
+            for _ in range(200):
+                if pid_file.exists() and pid_file.read_text().strip():
+                    break
+                await asyncio.sleep(0.05)
+            pid = int(pid_file.read_text())
+            assert alive(pid)
+            tg.cancel_scope.cancel()
+        for _ in range(200):
+            if not alive(pid):
+                break
+            await asyncio.sleep(0.05)
+
+    assert not alive(pid)
