@@ -30,6 +30,7 @@ import mcp_types as types
 from mcp.server.lowlevel.server import NotificationOptions, Server
 from mcp.server.models import InitializationOptions
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
@@ -319,6 +320,9 @@ class MCPSurface:
         # The standalone channel of each legacy session, for tools/list_changed.
         self._sessions: OrderedDict[str, Any] = OrderedDict()
         self._visible: tuple[str, ...] = ()
+        # 2026-07-28 clients hear of changes on a ``subscriptions/listen`` stream.
+        self._bus = InMemorySubscriptionBus()
+        self._listen = ListenHandler(self._bus)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", MCPDeprecationWarning)
             self.server = _Server(
@@ -337,6 +341,7 @@ class MCPSurface:
                 on_list_resource_templates=_no_resource_templates,
                 on_read_resource=_unknown_resource,
                 on_completion=_no_completions,
+                on_subscriptions_listen=self._listen,
             )
         self.server.middleware.append(self._track_session)
         security = TransportSecuritySettings(
@@ -395,6 +400,7 @@ class MCPSurface:
         self.ctx.log.removeHandler(self._log_handler)
         if self._task is None or self._stopping is None:
             return
+        self._listen.close()
         self._stopping.set()
         try:
             await asyncio.wait_for(asyncio.shield(self._task), timeout=10)
@@ -530,7 +536,11 @@ class MCPSurface:
             await self.notify_tools_changed()
 
     async def notify_tools_changed(self) -> None:
-        """Tell every live legacy session that the tool list changed."""
+        """Tell every live legacy session and every listen stream that the tool list changed."""
+        try:
+            await self._bus.publish(ToolsListChanged())
+        except Exception:
+            log.debug("jupyter_mcp: list_changed not published", exc_info=True)
         live = getattr(self.manager, "_server_instances", None)
         for session_id, session in list(self._sessions.items()):
             if live is not None and session_id not in live:

@@ -298,6 +298,21 @@ async def test_tools_list_changed_is_announced_on_a_legacy_session(connect, mcp_
     assert all(t.annotations.read_only_hint for t in after)
 
 
+async def test_tools_list_changed_reaches_a_modern_listen_stream(connect, mcp_app):
+    async with connect("auto") as client:
+        assert client.server_capabilities.tools.list_changed is True
+        before = await list_all(client)
+        async with client.listen(tools_list_changed=True) as subscription:
+            mcp_app.read_only = True
+            with anyio.fail_after(10):
+                async for event in subscription:
+                    assert type(event).__name__ == "ToolsListChanged"
+                    break
+        after = await list_all(client)
+
+    assert len(after) < len(before)
+
+
 # --- HTTP layer: auth, origin, Accept, sessions -----------------------------------------
 
 INITIALIZE = {
