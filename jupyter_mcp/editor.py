@@ -99,6 +99,7 @@ class EditorBridge:
         self._ids = itertools.count(1)
         self._loop: asyncio.AbstractEventLoop | None = None
         self.activity: deque[dict[str, Any]] = deque(maxlen=history)
+        self._breakpoints: Any = None
 
     # -- wiring ----------------------------------------------------------------------------
 
@@ -120,6 +121,9 @@ class EditorBridge:
         for window in windows:
             self._fail_pending(window.id, "The server is shutting down")
         self._update_approver()
+        if self._breakpoints is not None:
+            self._breakpoints.close()
+            self._breakpoints = None
 
     # -- connections (event loop) ------------------------------------------------------------
 
@@ -140,7 +144,18 @@ class EditorBridge:
             self._fail_pending(window_id, "The JupyterLab window reconnected before answering")
         self._update_approver()
         send({"type": "welcome", "root": str(self.ctx.root_dir), "activity": list(self.activity)})
+        sync = self._breakpoint_sync()
+        if sync is not None:
+            sync.push(window)
         return window
+
+    def _breakpoint_sync(self) -> Any:
+        # The breakpoint store is another service; follow it once it exists (on the loop).
+        if self._breakpoints is None and self.ctx.services.get("breakpoints") is not None:
+            from .editor_breakpoints import BreakpointSync
+
+            self._breakpoints = BreakpointSync(self, self.ctx.services["breakpoints"])
+        return self._breakpoints
 
     def disconnect(self, window_id: str, send: Send | None = None) -> None:
         """Forget a window (only if ``send`` is still its link, when given)."""
@@ -161,6 +176,10 @@ class EditorBridge:
             self._resolve(window_id, message)
         elif kind == "state":
             self._update_state(window_id, message)
+        elif kind == "breakpointsChanged":
+            sync = self._breakpoint_sync()
+            if sync is not None:
+                sync.receive(message)
 
     def _update_state(self, window_id: str, message: dict[str, Any]) -> None:
         with self._lock:

@@ -152,6 +152,7 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
         f"--LabApp.workspaces_dir={base / 'workspaces'}",
         f"--LabApp.user_settings_dir={base / 'settings'}",
         "--JupyterMCP.approval_timeout=30",
+        f"--JupyterMCP.breakpoints_file={base / 'breakpoints.json'}",
     ]
 
     def start() -> subprocess.Popen[bytes]:
@@ -429,6 +430,49 @@ def test_status_bar_and_activity_panel_show_the_calls(lab: Lab, page: Any) -> No
     assert 'pathInProject="vis/v.py"' in items.nth(1).inner_text()
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / "activity-panel.png"))
+
+
+# -- breakpoints and JupyterLab's debugger ----------------------------------------------------
+
+
+def test_breakpoints_show_in_the_debugger_and_gutter_clicks_come_back(lab: Lab, page: Any) -> None:
+    write_notebook(lab, "bp/n.ipynb", [("code", "a = 1\nb = 2"), ("code", "c = 3\nd = 4")])
+    open_in_editor(lab, page, "bp/n.ipynb")
+    view = lab.ok("get_file_text_by_path", pathInProject="bp/n.ipynb")["content"].splitlines()
+    line_of = {text: index + 1 for index, text in enumerate(view)}
+    # Given the debugger is on for the notebook (its kernel is started for it)
+    bug = page.locator(".jp-NotebookPanel:visible .jp-DebuggerBugButton button")
+    wait_for(lambda: bug.is_enabled(), timeout=60, what="the debugger to be available")
+    bug.click()
+    cells = page.locator(".jp-NotebookPanel:visible .jp-CodeCell")
+    wait_for(
+        lambda: cells.nth(1).locator(".cm-breakpoint-gutter").count() > 0,
+        timeout=30,
+        what="the debugger gutter",
+    )
+    # When an agent sets a breakpoint on "d = 4", the second cell shows it on its line 2
+    assert (
+        lab.ok("toggle_debugger_breakpoint", pathInProject="bp/n.ipynb", line=line_of["d = 4"])
+        == "Breakpoint added"
+    )
+    # (the gutter's hidden spacer holds an icon too)
+    marker = cells.nth(1).locator(
+        '.cm-gutterElement:not([style*="visibility: hidden"]) .cm-breakpoint-icon'
+    )
+    wait_for(lambda: marker.count() == 1, what="the breakpoint marker")
+    # When the user clicks the gutter at "a = 1", the server's store gets that line
+    cells.nth(0).locator(".cm-breakpoint-gutter .cm-gutterElement").nth(1).click()
+    path = str(lab.root / "bp/n.ipynb")
+    wait_for(
+        lambda: (
+            {b["line"] for b in lab.ok("get_debugger_breakpoints") if b["path"] == path}
+            == {line_of["a = 1"], line_of["d = 4"]}
+        ),
+        what="the clicked breakpoint in the store",
+    )
+    # And removing it by tool clears the gutter
+    lab.ok("toggle_debugger_breakpoint", pathInProject="bp/n.ipynb", line=line_of["d = 4"])
+    wait_for(lambda: marker.count() == 0, what="the marker to go")
 
 
 # -- last: the server restarts -----------------------------------------------------------------

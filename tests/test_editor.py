@@ -429,3 +429,77 @@ async def test_every_call_is_shown_in_the_activity_panel(
     welcome = json.loads(await ws.read_message())
     assert [r["tool"] for r in welcome["activity"]][-2:] == ["get_file_text_by_path"] * 2
     ws.close()
+
+
+# -- breakpoints ---------------------------------------------------------------------------------
+
+
+def _two_cell_notebook() -> nbformat.NotebookNode:
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "python3", "language": "python", "display_name": "P"}
+    nb.cells = [
+        nbformat.v4.new_code_cell("a = 1\nb = 2"),
+        nbformat.v4.new_markdown_cell("text"),
+        nbformat.v4.new_code_cell("c = 3\nd = 4"),
+    ]
+    return nb
+
+
+def test_view_lines_map_to_cell_lines_and_back() -> None:
+    from jupyter_mcp.editor_breakpoints import view_lines_by_cell, view_lines_of_cells
+    from jupyter_mcp.notebook_text import notebook_view
+
+    nb = _two_cell_notebook()
+    view = notebook_view(nb).splitlines()
+    d_line = view.index("d = 4") + 1
+    a_line = view.index("a = 1") + 1
+    cells = view_lines_by_cell(nb, {a_line, d_line})
+    assert cells == [{"id": nb.cells[0].id, "lines": [1]}, {"id": nb.cells[2].id, "lines": [2]}]
+    back = view_lines_of_cells(nb, {c["id"]: c["lines"] for c in cells})
+    assert back == {a_line, d_line}
+
+
+async def test_breakpoints_go_to_windows_and_come_back(
+    open_window: Any, ok: Any, jp_root_dir: Path, bridge: Any
+) -> None:
+    nb = _two_cell_notebook()
+    (jp_root_dir / "n.ipynb").write_text(nbformat.writes(nb))
+    view = (await ok("get_file_text_by_path", pathInProject="n.ipynb"))["content"].splitlines()
+    d_line = view.index("d = 4") + 1
+    window = await open_window()
+    await until(lambda: window.of_type("breakpoints"))  # the state on connect
+    assert await ok("toggle_debugger_breakpoint", pathInProject="n.ipynb", line=d_line)
+    await until(lambda: window.of_type("breakpoints")[-1]["files"])
+    (entry,) = window.of_type("breakpoints")[-1]["files"]
+    assert entry == {
+        "path": "n.ipynb",
+        "lines": [d_line],
+        "cells": [{"id": nb.cells[2].id, "lines": [2]}],
+    }
+    # The user moves the breakpoint in the gutter: line 1 of the first cell only.
+    cells = [
+        {"id": c.id, "cell_type": c.cell_type, "source": c.source, "lines": []} for c in nb.cells
+    ]
+    cells[0]["lines"] = [1]
+    window.ws.write_message(
+        json.dumps(
+            {
+                "type": "breakpointsChanged",
+                "path": "n.ipynb",
+                "kind": "notebook",
+                "cells": cells,
+                "metadata": dict(nb.metadata),
+            }
+        )
+    )
+    a_line = view.index("a = 1") + 1
+    path = str(jp_root_dir / "n.ipynb")
+
+    async def lines() -> set[int]:
+        return {b["line"] for b in await ok("get_debugger_breakpoints") if b["path"] == path}
+
+    for _ in range(100):
+        if await lines() == {a_line}:
+            break
+        await asyncio.sleep(0.05)
+    assert await lines() == {a_line}

@@ -64,6 +64,13 @@ export class BridgeConnection {
   }
 
   /**
+   * Emitted with the server's breakpoints (every file) on connect and on each change.
+   */
+  get breakpoints(): ISignal<this, unknown[]> {
+    return this._breakpoints;
+  }
+
+  /**
    * Emitted when the server withdraws a request (its timeout passed).
    */
   get cancelled(): ISignal<this, number> {
@@ -113,6 +120,13 @@ export class BridgeConnection {
    * Send a message if the link is open (state reports are resent on reconnect anyway).
    */
   send(message: IStateMessage | IResponseMessage): void {
+    this.sendMessage(message);
+  }
+
+  /**
+   * Send any message the server understands (dropped while the link is down).
+   */
+  sendMessage(message: { type: string }): void {
     if (this._socket?.readyState === WebSocket.OPEN) {
       this._socket.send(JSON.stringify(message));
     }
@@ -175,6 +189,9 @@ export class BridgeConnection {
         break;
       case 'activity':
         this._activity.emit(message.record);
+        break;
+      case 'breakpoints':
+        this._breakpoints.emit(message.files);
         break;
       case 'welcome':
         for (const record of message.activity) {
@@ -240,4 +257,5 @@ export class BridgeConnection {
   private _activity = new Signal<this, IActivityRecord>(this);
   private _reloadRequested = new Signal<this, string>(this);
   private _cancelled = new Signal<this, number>(this);
+  private _breakpoints = new Signal<this, unknown[]>(this);
 }

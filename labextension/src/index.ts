@@ -3,19 +3,21 @@
  *
  * One plugin keeps this window linked to the server (`connection.ts`), reports and edits the
  * active editor (`editor.ts`), lists and runs commands (`actions.ts`), asks for approvals
- * (`dialogs.ts`) and shows what agents do (`activity.ts`).
+ * (`dialogs.ts`) and shows what agents do (`activity.ts`) and mirrors breakpoints in the debugger (`breakpoints.ts`).
  */
 import {
   ILabShell,
   JupyterFrontEnd,
   JupyterFrontEndPlugin
 } from '@jupyterlab/application';
+import { IDebugger } from '@jupyterlab/debugger';
 import { IEditorTracker } from '@jupyterlab/fileeditor';
 import { INotebookTracker } from '@jupyterlab/notebook';
 import { IStatusBar } from '@jupyterlab/statusbar';
 
 import { registerActions } from './actions';
 import { ActivityPanel, MCPStatus } from './activity';
+import { BreakpointSync } from './breakpoints';
 import { BridgeConnection } from './connection';
 import { Approvals } from './dialogs';
 import { ActiveEditor } from './editor';
@@ -35,18 +37,22 @@ const plugin: JupyterFrontEndPlugin<void> = {
   description: 'Connects JupyterLab to the jupyter-mcp server extension.',
   autoStart: true,
   requires: [INotebookTracker, IEditorTracker],
-  optional: [IStatusBar, ILabShell],
+  optional: [IStatusBar, ILabShell, IDebugger],
   activate: (
     app: JupyterFrontEnd,
     notebooks: INotebookTracker,
     editors: IEditorTracker,
     statusBar: IStatusBar | null,
-    labShell: ILabShell | null
+    labShell: ILabShell | null,
+    debuggerService: IDebugger | null
   ): void => {
     const connection = new BridgeConnection();
     new ActiveEditor(app, connection, notebooks, editors);
     registerActions(connection, app.commands);
     new Approvals(connection);
+    if (debuggerService) {
+      new BreakpointSync(connection, debuggerService, notebooks);
+    }
 
     const panel = new ActivityPanel(connection);
     if (labShell) {

@@ -87,6 +87,7 @@ export type ServerMessage =
   | { type: 'cancel'; id: number }
   | { type: 'reload'; path: string }
   | { type: 'activity'; record: IActivityRecord }
+  | { type: 'breakpoints'; files: unknown[] }
   | { type: 'welcome'; root: string; activity: IActivityRecord[] };
 
 /**
