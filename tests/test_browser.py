@@ -475,6 +475,37 @@ def test_breakpoints_show_in_the_debugger_and_gutter_clicks_come_back(lab: Lab, 
     wait_for(lambda: marker.count() == 0, what="the marker to go")
 
 
+# -- several windows ---------------------------------------------------------------------------
+
+
+def test_the_most_recently_used_window_is_the_editor(lab: Lab, page: Any) -> None:
+    write(lab, "win/first.py", "first = 1\n")
+    write(lab, "win/second.py", "second = 2\n")
+    open_in_editor(lab, page, "win/first.py")
+    other = page.context.browser.new_page()
+    try:
+        other.set_viewport_size({"width": 1400, "height": 900})
+        other.goto(f"{lab.url}lab/tree/win/second.py?token={TOKEN}")
+        other.wait_for_selector(".jp-MCP-status", timeout=90000)
+        # The new window, showing second.py, is the editor once it reports.
+        wait_for(
+            lambda: lab.ok("get_open_in_editor_file_path") == str(lab.root / "win/second.py"),
+            what="the second window to be the editor",
+        )
+        assert editor_text(lab) == "second = 2\n"
+        # The user goes back to the first window and clicks into its editor.
+        page.bring_to_front()
+        focus_file_editor(page)
+        wait_for(
+            lambda: lab.ok("get_open_in_editor_file_path") == str(lab.root / "win/first.py"),
+            what="the first window to be the editor again",
+        )
+        assert editor_text(lab) == "first = 1\n"
+    finally:
+        other.close()
+    wait_for(lambda: editor_text(lab) == "first = 1\n", what="one window left")
+
+
 # -- last: the server restarts -----------------------------------------------------------------
 
 

@@ -24,6 +24,7 @@ export type RequestHandler = (
 
 const MIN_BACKOFF_MS = 250;
 const MAX_BACKOFF_MS = 10000;
+const INTERACTION_THROTTLE_MS = 1000;
 
 /**
  * The bridge connection of this window.
@@ -35,6 +36,10 @@ export class BridgeConnection {
     this.windowId = UUID.uuid4().replace(/-/g, '');
     window.addEventListener('focus', this._onFocus);
     document.addEventListener('visibilitychange', this._onVisibility);
+    // Focus events do not always come (headless browsers, embedded frames): a click or a key
+    // in this window also makes it the one the user works in.
+    document.addEventListener('pointerdown', this._onInteraction, true);
+    document.addEventListener('keydown', this._onInteraction, true);
   }
 
   /**
@@ -110,6 +115,8 @@ export class BridgeConnection {
     this._stopped = true;
     window.removeEventListener('focus', this._onFocus);
     document.removeEventListener('visibilitychange', this._onVisibility);
+    document.removeEventListener('pointerdown', this._onInteraction, true);
+    document.removeEventListener('keydown', this._onInteraction, true);
     if (this._retry !== null) {
       window.clearTimeout(this._retry);
     }
@@ -229,6 +236,12 @@ export class BridgeConnection {
   private _onFocus = (): void => {
     this._lastFocus = Date.now();
     this.send({ type: 'state', focus: true });
+  };
+
+  private _onInteraction = (): void => {
+    if (Date.now() - this._lastFocus > INTERACTION_THROTTLE_MS) {
+      this._onFocus();
+    }
   };
 
   private _onVisibility = (): void => {

@@ -71,11 +71,13 @@ export class ActiveEditor {
   /**
    * The active document's text (unsaved edits included); notebooks as cells.
    */
-  readText(): unknown {
+  async readText(): Promise<unknown> {
     const widget = this._active;
     if (!widget) {
       return null;
     }
+    // A document that is still loading has no text yet.
+    await widget.context.ready;
     if (widget instanceof NotebookPanel) {
       const shared = widget.content.model?.sharedModel;
       if (!shared) {
@@ -104,11 +106,12 @@ export class ActiveEditor {
   /**
    * Replace the selection of the file editor, or of the active cell's editor.
    */
-  replaceSelection(text: string): unknown {
+  async replaceSelection(text: string): Promise<unknown> {
     const widget = this._active;
     if (!widget) {
       return null;
     }
+    await widget.context.ready;
     const editor = this._editorOf(widget);
     if (!editor) {
       throw new Error('No cell is active in the notebook; select a cell first');
@@ -129,11 +132,12 @@ export class ActiveEditor {
   /**
    * Replace the whole document: a file as one minimal edit, a notebook cell by cell.
    */
-  replaceDocument(params: { [key: string]: any }): unknown {
+  async replaceDocument(params: { [key: string]: any }): Promise<unknown> {
     const widget = this._active;
     if (!widget) {
       return null;
     }
+    await widget.context.ready;
     if (widget.context.localPath !== params.path) {
       throw new Error(
         `The active document changed to ${widget.context.localPath} while editing ${params.path}; nothing was changed`
