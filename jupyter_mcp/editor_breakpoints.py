@@ -115,10 +115,12 @@ class BreakpointSync:
             return
         if message.get("kind") == "notebook":
             nb = notebook_from_cells(message.get("cells"), message.get("metadata"))
-            per_cell = {
-                c.get("id"): c.get("lines", [])
+            per_cell: dict[str, list[int]] = {
+                c["id"]: c["lines"]
                 for c in message.get("cells", [])
-                if isinstance(c, dict) and isinstance(c.get("lines"), list)
+                if isinstance(c, dict)
+                and isinstance(c.get("id"), str)
+                and isinstance(c.get("lines"), list)
             }
             wanted = view_lines_of_cells(nb, per_cell)
             if wanted is None:
