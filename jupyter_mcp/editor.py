@@ -16,6 +16,7 @@ must be called on the event loop. Everything that file tools call from worker th
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import itertools
 import json
 import os
@@ -100,6 +101,7 @@ class EditorBridge:
         self._loop: asyncio.AbstractEventLoop | None = None
         self.activity: deque[dict[str, Any]] = deque(maxlen=history)
         self._breakpoints: Any = None
+        self._last_view: tuple[str, str] | None = None
 
     # -- wiring ----------------------------------------------------------------------------
 
@@ -351,12 +353,25 @@ class EditorBridge:
             raise ToolError("The JupyterLab window sent a malformed answer (no path)")
         if answer.get("type") == "notebook":
             nb = notebook_from_cells(answer.get("cells"), answer.get("metadata"))
-            text = await asyncio.to_thread(notebook_view, nb)
+            text = await asyncio.to_thread(self._cached_view, nb)
             return {"path": path, "type": "notebook", "text": text, "notebook": nb}
         text = answer.get("text")
         if not isinstance(text, str):
             raise ToolError("The JupyterLab window sent a malformed answer (no text)")
         return {"path": path, "type": "file", "text": text}
+
+    def _cached_view(self, nb: nbformat.NotebookNode) -> str:
+        # Rendering the view (jupytext) is most of a notebook read; agents often read the same
+        # unchanged notebook again, so keep the last view by the cells' content.
+        key = hashlib.sha256(
+            json.dumps([nb.metadata, nb.cells], sort_keys=True, default=str).encode()
+        ).hexdigest()
+        cached = self._last_view
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        text = notebook_view(nb)
+        self._last_view = (key, text)
+        return text
 
     async def approve(self, tool: Tool, arguments: dict[str, Any]) -> bool:
         """Show an approval dialog for a call in the current window; True when approved."""
