@@ -58,9 +58,17 @@ def jupyter_server(root: Path, *extra: str) -> Iterator[Server]:
     port, token = free_port(), secrets.token_hex(16)
     env = {**os.environ, "JUPYTER_TOKEN": token}
     cmd = [
-        sys.executable, "-m", "jupyter_server", "--no-browser", "--allow-root",
-        f"--port={port}", "--ServerApp.ip=127.0.0.1", f"--ServerApp.root_dir={root}",
-        "--ServerApp.jpserver_extensions={'jupyter_mcp': True}", "--log-level=WARN", *extra,
+        sys.executable,
+        "-m",
+        "jupyter_server",
+        "--no-browser",
+        "--allow-root",
+        f"--port={port}",
+        "--ServerApp.ip=127.0.0.1",
+        f"--ServerApp.root_dir={root}",
+        "--ServerApp.jpserver_extensions={'jupyter_mcp': True}",
+        "--log-level=WARN",
+        *extra,
     ]
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     server = Server(root, port, token, proc)
@@ -75,7 +83,9 @@ def jupyter_server(root: Path, *extra: str) -> Iterator[Server]:
             except OSError:
                 pass
             if proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError("jupyter server did not start: " + proc.stderr.read().decode()[-2000:])
+                raise RuntimeError(
+                    "jupyter server did not start: " + proc.stderr.read().decode()[-2000:]
+                )
             time.sleep(0.2)
         yield server
     finally:
@@ -89,6 +99,8 @@ def jupyter_server(root: Path, *extra: str) -> Iterator[Server]:
 def percentiles(samples: list[float]) -> tuple[float, float]:
     """p50 and p99 in milliseconds of samples in seconds."""
     ordered = sorted(samples)
+
     def pick(q: float) -> float:
         return ordered[min(len(ordered) - 1, int(q * len(ordered)))] * 1000
+
     return pick(0.50), pick(0.99)

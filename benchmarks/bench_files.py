@@ -22,15 +22,23 @@ from _server import jupyter_server, percentiles  # noqa: E402
 
 
 def make_files(root: Path) -> None:
-    (root / "module.py").write_text("".join(f"def f{i}(x):\n    return x + {i}\n\n" for i in range(300)))
+    (root / "module.py").write_text(
+        "".join(f"def f{i}(x):\n    return x + {i}\n\n" for i in range(300))
+    )
     nb = nbformat.v4.new_notebook()
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nb.metadata["kernelspec"] = {
+        "name": "python3",
+        "display_name": "Python 3",
+        "language": "python",
+    }
     for i in range(40):
         nb.cells.append(nbformat.v4.new_markdown_cell(f"## Step {i}\nSome explanation."))
-        nb.cells.append(nbformat.v4.new_code_cell(
-            f"x{i} = {i}\nprint(x{i})",
-            outputs=[nbformat.v4.new_output("stream", name="stdout", text=f"{i}\n")],
-        ))
+        nb.cells.append(
+            nbformat.v4.new_code_cell(
+                f"x{i} = {i}\nprint(x{i})",
+                outputs=[nbformat.v4.new_output("stream", name="stdout", text=f"{i}\n")],
+            )
+        )
     nbformat.write(nb, root / "analysis.ipynb")
 
 

@@ -28,7 +28,10 @@ class JupyterMCP(ExtensionApp):
     read_only = Bool(
         False,
         config=True,
-        help="Hide and refuse every tool that is not read-only (the specification's Restricted Mode).",
+        help=(
+            "Hide and refuse every tool that is not read-only "
+            "(the specification's Restricted Mode)."
+        ),
     )
     disabled_tools = List(
         Unicode(),
@@ -45,7 +48,9 @@ class JupyterMCP(ExtensionApp):
     result_window = Int(
         8000,
         config=True,
-        help="Largest result window, in characters, that one call returns (resultEnd - resultStart).",
+        help=(
+            "Largest result window, in characters, that one call returns (resultEnd - resultStart)."
+        ),
     )
     max_body_bytes = Int(
         16 * 1024 * 1024,
@@ -76,7 +81,6 @@ class JupyterMCP(ExtensionApp):
         config=True,
         help="Seconds to wait for the user to approve a call in JupyterLab before it fails.",
     )
-
     action_approval_patterns = List(
         Unicode(),
         default_value=list(ACTION_APPROVAL_PATTERNS),

@@ -110,7 +110,9 @@ def atomic_write(path: Path, data: str) -> None:
         raise
 
 
-def write_text(ctx: ToolContext, path: Path, shown: str, text: str, *, create: bool = False) -> bool:
+def write_text(
+    ctx: ToolContext, path: Path, shown: str, text: str, *, create: bool = False
+) -> bool:
     """Store ``text`` as the file's new text view; False when nothing had to change.
 
     For a notebook, ``text`` is percent-format: it is merged into the existing notebook (see

@@ -123,7 +123,9 @@ class Tool:
             self._validator = validator_for(schema, default=Draft202012Validator)(schema)
         error = next(iter(sorted(self._validator.iter_errors(arguments), key=_error_rank)), None)
         if error is not None:
-            raise ToolError(f"Invalid arguments for {self.name}: {describe_validation_error(error)}")
+            raise ToolError(
+                f"Invalid arguments for {self.name}: {describe_validation_error(error)}"
+            )
 
     def approval_needed(self, arguments: dict[str, Any]) -> bool:
         """Whether this call has to be approved by the user before it runs."""
@@ -141,9 +143,7 @@ def describe_validation_error(error: ValidationError) -> str:
     """A one-line description of a schema violation that names the offending field."""
     where = ".".join(str(p) for p in error.absolute_path)
     if error.validator == "required":
-        missing = [
-            name for name in error.validator_value if name not in (error.instance or {})
-        ]
+        missing = [name for name in error.validator_value if name not in (error.instance or {})]
         prefix = f"{where}." if where else ""
         return f"missing required field '{prefix}{missing[0] if missing else error.message}'"
     if error.validator == "additionalProperties":
@@ -241,6 +241,10 @@ def result_text(value: Any) -> str:
 
 def parse_window(arguments: dict[str, Any], max_window: int) -> tuple[int, int] | None:
     """Take ``resultStart``/``resultEnd`` out of ``arguments``; None when neither was given."""
+    # An explicit null is a wrong type like any other (the schema says integer), not "absent".
+    for label in ("resultStart", "resultEnd"):
+        if label in arguments and arguments[label] is None:
+            raise ToolError(f"Invalid arguments: field '{label}' must be an integer, got null")
     start = arguments.pop("resultStart", None)
     end = arguments.pop("resultEnd", None)
     if start is None and end is None:

@@ -71,7 +71,9 @@ async def test_read_refuses_file_over_size_limit(fails, jp_root_dir, mcp_app):
     (jp_root_dir / "big.txt").write_text("x" * 2000)
     mcp_app.max_file_bytes = 1000
     try:
-        assert "over the server's limit" in await fails("get_file_text_by_path", pathInProject="big.txt")
+        assert "over the server's limit" in await fails(
+            "get_file_text_by_path", pathInProject="big.txt"
+        )
     finally:
         mcp_app.max_file_bytes = 16 * 1024 * 1024
 
@@ -177,7 +179,9 @@ async def test_create_makes_parents(ok, jp_root_dir):
 
 async def test_create_refuses_existing_file(fails, jp_root_dir):
     (jp_root_dir / "a.txt").write_text("keep me")
-    assert "already exists" in await fails("create_new_file_with_text", pathInProject="a.txt", text="x")
+    assert "already exists" in await fails(
+        "create_new_file_with_text", pathInProject="a.txt", text="x"
+    )
     assert (jp_root_dir / "a.txt").read_text() == "keep me"
 
 
@@ -257,7 +261,13 @@ async def test_replace_at_position(ok, jp_root_dir, start, end, content, offset,
 
 async def test_replace_at_position_keeps_crlf(ok, jp_root_dir):
     (jp_root_dir / "w.txt").write_bytes(b"a\r\nb\r\nc\r\n")
-    await ok("replace_file_content_at_position", pathInProject="w.txt", startLine=2, endLine=2, content="B")
+    await ok(
+        "replace_file_content_at_position",
+        pathInProject="w.txt",
+        startLine=2,
+        endLine=2,
+        content="B",
+    )
     assert (jp_root_dir / "w.txt").read_bytes() == b"a\r\nB\r\nc\r\n"
 
 
@@ -297,7 +307,10 @@ async def test_append_missing_file_is_refused(fails, jp_root_dir):
 async def test_concurrent_appends_are_serialised(call, jp_root_dir):
     (jp_root_dir / "shared.txt").write_text("")
     answers = await asyncio.gather(
-        *(call("append_file_content", pathInProject="shared.txt", text=f"line {i}\n") for i in range(20))
+        *(
+            call("append_file_content", pathInProject="shared.txt", text=f"line {i}\n")
+            for i in range(20)
+        )
     )
     assert all(a["error"] is None for a in answers)
     lines = (jp_root_dir / "shared.txt").read_text().splitlines()
@@ -309,7 +322,9 @@ async def test_concurrent_appends_are_serialised(call, jp_root_dir):
 
 async def test_replace_first_occurrence_case_sensitive(ok, jp_root_dir):
     (jp_root_dir / "h.js").write_text("old Old old")
-    status = await ok("replace_specific_text", pathInProject="h.js", searchText="old", replaceText="new")
+    status = await ok(
+        "replace_specific_text", pathInProject="h.js", searchText="old", replaceText="new"
+    )
     assert (jp_root_dir / "h.js").read_text() == "new Old old"
     assert status["replacements"] == 1
     assert status["path"] == str(jp_root_dir / "h.js")
@@ -318,7 +333,11 @@ async def test_replace_first_occurrence_case_sensitive(ok, jp_root_dir):
 async def test_replace_all(ok, jp_root_dir):
     (jp_root_dir / "h.js").write_text("old Old old")
     status = await ok(
-        "replace_specific_text", pathInProject="h.js", searchText="old", replaceText="new", replaceAll=True
+        "replace_specific_text",
+        pathInProject="h.js",
+        searchText="old",
+        replaceText="new",
+        replaceAll=True,
     )
     assert (jp_root_dir / "h.js").read_text() == "new Old new"
     assert status["replacements"] == 2
@@ -327,14 +346,18 @@ async def test_replace_all(ok, jp_root_dir):
 async def test_replace_not_found_changes_nothing(fails, jp_root_dir):
     (jp_root_dir / "h.js").write_text("abc")
     before = os.stat(jp_root_dir / "h.js").st_mtime_ns
-    assert "not found" in await fails("replace_specific_text", pathInProject="h.js", searchText="zzz", replaceText="y")
+    assert "not found" in await fails(
+        "replace_specific_text", pathInProject="h.js", searchText="zzz", replaceText="y"
+    )
     assert (jp_root_dir / "h.js").read_text() == "abc"
     assert os.stat(jp_root_dir / "h.js").st_mtime_ns == before
 
 
 async def test_replace_refuses_empty_search_text(fails, jp_root_dir):
     (jp_root_dir / "h.js").write_text("abc")
-    assert "searchText" in await fails("replace_specific_text", pathInProject="h.js", searchText="", replaceText="y")
+    assert "searchText" in await fails(
+        "replace_specific_text", pathInProject="h.js", searchText="", replaceText="y"
+    )
 
 
 # --- notebooks through the text view -----------------------------------------------------
@@ -342,7 +365,11 @@ async def test_replace_refuses_empty_search_text(fails, jp_root_dir):
 
 def make_notebook(path: Path) -> nbformat.NotebookNode:
     nb = nbformat.v4.new_notebook()
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nb.metadata["kernelspec"] = {
+        "name": "python3",
+        "display_name": "Python 3",
+        "language": "python",
+    }
     nb.metadata["custom"] = {"keep": True}
     nb.cells = [
         nbformat.v4.new_markdown_cell("# Analysis\n\nSome *text*"),
@@ -354,7 +381,11 @@ def make_notebook(path: Path) -> nbformat.NotebookNode:
         nbformat.v4.new_code_cell(
             "%matplotlib inline\ny = x + 1\ny",
             execution_count=2,
-            outputs=[nbformat.v4.new_output("execute_result", data={"text/plain": "2"}, execution_count=2)],
+            outputs=[
+                nbformat.v4.new_output(
+                    "execute_result", data={"text/plain": "2"}, execution_count=2
+                )
+            ],
         ),
     ]
     nb.cells[1].metadata["tags"] = ["setup"]
@@ -407,7 +438,12 @@ async def test_notebook_edit_keeps_outputs_ids_and_metadata(ok, jp_root_dir):
 
 async def test_notebook_line_tools_work_on_the_view(ok, jp_root_dir):
     original = make_notebook(jp_root_dir / "nb.ipynb")
-    await ok("replace_specific_text", pathInProject="nb.ipynb", searchText="print(x)", replaceText="print(x * 10)")
+    await ok(
+        "replace_specific_text",
+        pathInProject="nb.ipynb",
+        searchText="print(x)",
+        replaceText="print(x * 10)",
+    )
     await ok("append_file_content", pathInProject="nb.ipynb", text="\n# %% [markdown]\n# The end\n")
     nb = nbformat.read(jp_root_dir / "nb.ipynb", as_version=4)
     assert nb.cells[1].source == "x = 1\nprint(x * 10)"

@@ -57,11 +57,18 @@ async def test_jsonrpc_wrapper_body(jp_fetch, jp_root_dir):
 
 async def test_proxy_status_is_always_a_string(jp_fetch, jp_root_dir):
     (jp_root_dir / "a.txt").write_text("x")
-    answer = await post(jp_fetch, "api", "mcp", "list_files_in_folder", body='{"pathInProject": "/"}')
+    answer = await post(
+        jp_fetch, "api", "mcp", "list_files_in_folder", body='{"pathInProject": "/"}'
+    )
     assert isinstance(answer["status"], str)
     assert json.loads(answer["status"])[0]["name"] == "a.txt"
-    text = await post(jp_fetch, "api", "mcp", "replace_specific_text", body=json.dumps(
-        {"pathInProject": "a.txt", "searchText": "x", "replaceText": "y"}))
+    text = await post(
+        jp_fetch,
+        "api",
+        "mcp",
+        "replace_specific_text",
+        body=json.dumps({"pathInProject": "a.txt", "searchText": "x", "replaceText": "y"}),
+    )
     assert isinstance(text["status"], str)
 
 
@@ -127,7 +134,9 @@ async def test_requests_without_token_are_refused(jp_fetch, parts):
 async def test_tool_call_without_token_is_refused(jp_fetch, jp_root_dir):
     with pytest.raises(HTTPClientError) as e:
         await jp_fetch(
-            "mcp", "create_new_file_with_text", method="POST",
+            "mcp",
+            "create_new_file_with_text",
+            method="POST",
             body=json.dumps({"pathInProject": "x.txt", "text": "x"}),
             headers={"Authorization": ""},
         )
@@ -139,7 +148,9 @@ async def test_tool_call_without_token_is_refused(jp_fetch, jp_root_dir):
 async def test_foreign_origin_is_refused_even_with_token(jp_fetch, jp_root_dir, surface):
     with pytest.raises(HTTPClientError) as e:
         await jp_fetch(
-            *surface, "create_new_file_with_text", method="POST",
+            *surface,
+            "create_new_file_with_text",
+            method="POST",
             body=json.dumps({"pathInProject": "x.txt", "text": "x"}),
             headers={"Origin": "http://evil.example"},
         )
@@ -166,9 +177,15 @@ async def test_read_only_mode_hides_and_refuses_writing_tools(jp_fetch, jp_root_
     mcp_app.read_only = True
     try:
         names = {t["name"] for t in json.loads((await jp_fetch("mcp", "list_tools")).body)}
-        answer = await post(jp_fetch, "mcp", "rewrite_file_content",
-                            body=json.dumps({"pathInProject": "a.txt", "text": "gone"}))
-        read = await post(jp_fetch, "mcp", "get_file_text_by_path", body='{"pathInProject": "a.txt"}')
+        answer = await post(
+            jp_fetch,
+            "mcp",
+            "rewrite_file_content",
+            body=json.dumps({"pathInProject": "a.txt", "text": "gone"}),
+        )
+        read = await post(
+            jp_fetch, "mcp", "get_file_text_by_path", body='{"pathInProject": "a.txt"}'
+        )
     finally:
         mcp_app.read_only = False
     assert "get_file_text_by_path" in names
@@ -192,13 +209,23 @@ async def test_disabled_tools_are_hidden_and_refused(jp_fetch, mcp_app):
 async def test_result_window_on_seed_rest_only_when_asked(jp_fetch, jp_root_dir):
     text = "".join(f"{i:05d}\n" for i in range(3000))  # 18000 characters
     (jp_root_dir / "long.txt").write_text(text)
-    whole = await post(jp_fetch, "mcp", "get_file_text_by_path", body='{"pathInProject": "long.txt"}')
+    whole = await post(
+        jp_fetch, "mcp", "get_file_text_by_path", body='{"pathInProject": "long.txt"}'
+    )
     assert whole["status"]["content"] == text
     full_text = json.dumps(whole["status"], ensure_ascii=False)
-    first = await post(jp_fetch, "mcp", "get_file_text_by_path",
-                       body='{"pathInProject": "long.txt", "resultStart": 0}')
-    second = await post(jp_fetch, "mcp", "get_file_text_by_path",
-                        body='{"pathInProject": "long.txt", "resultStart": 8000, "resultEnd": 16000}')
+    first = await post(
+        jp_fetch,
+        "mcp",
+        "get_file_text_by_path",
+        body='{"pathInProject": "long.txt", "resultStart": 0}',
+    )
+    second = await post(
+        jp_fetch,
+        "mcp",
+        "get_file_text_by_path",
+        body='{"pathInProject": "long.txt", "resultStart": 8000, "resultEnd": 16000}',
+    )
     assert first["status"] == full_text[:8000]
     assert second["status"] == full_text[8000:16000]
 
@@ -214,8 +241,12 @@ async def test_result_window_on_seed_rest_only_when_asked(jp_fetch, jp_root_dir)
 )
 async def test_bad_windows(jp_fetch, jp_root_dir, window, message):
     (jp_root_dir / "a.txt").write_text("x")
-    answer = await post(jp_fetch, "mcp", "get_file_text_by_path",
-                        body=json.dumps({"pathInProject": "a.txt", **window}))
+    answer = await post(
+        jp_fetch,
+        "mcp",
+        "get_file_text_by_path",
+        body=json.dumps({"pathInProject": "a.txt", **window}),
+    )
     assert message in answer["error"]
 
 
@@ -223,9 +254,15 @@ async def test_result_over_limit_asks_for_windows(jp_fetch, jp_root_dir, mcp_app
     (jp_root_dir / "a.txt").write_text("y" * 3000)
     mcp_app.max_result_bytes = 1000
     try:
-        answer = await post(jp_fetch, "mcp", "get_file_text_by_path", body='{"pathInProject": "a.txt"}')
-        windowed = await post(jp_fetch, "mcp", "get_file_text_by_path",
-                              body='{"pathInProject": "a.txt", "resultStart": 0, "resultEnd": 500}')
+        answer = await post(
+            jp_fetch, "mcp", "get_file_text_by_path", body='{"pathInProject": "a.txt"}'
+        )
+        windowed = await post(
+            jp_fetch,
+            "mcp",
+            "get_file_text_by_path",
+            body='{"pathInProject": "a.txt", "resultStart": 0, "resultEnd": 500}',
+        )
     finally:
         mcp_app.max_result_bytes = 16 * 1024 * 1024
     assert "resultStart" in answer["error"]

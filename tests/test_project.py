@@ -26,10 +26,14 @@ async def test_empty_project_has_no_types(ok):
 
 
 async def test_node_dependencies(ok, jp_root_dir):
-    (jp_root_dir / "package.json").write_text(json.dumps({
-        "dependencies": {"express": "^4.18.2", "lodash": "^4.17.21"},
-        "devDependencies": {"typescript": "^5.0.0"},
-    }))
+    (jp_root_dir / "package.json").write_text(
+        json.dumps(
+            {
+                "dependencies": {"express": "^4.18.2", "lodash": "^4.17.21"},
+                "devDependencies": {"typescript": "^5.0.0"},
+            }
+        )
+    )
     status = await ok("get_project_dependencies")
     assert status["type"] == "node"
     assert status["dependencies"] == {"express": "^4.18.2", "lodash": "^4.17.21"}
@@ -48,7 +52,10 @@ async def test_python_dependencies_from_pyproject_and_requirements(ok, jp_root_d
     status = await ok("get_project_dependencies")
     assert status["type"] == "python"
     assert status["dependencies"] == {
-        "requests": ">=2.31", "numpy": "*", "pandas": "==2.2.0", "flask": "*",
+        "requests": ">=2.31",
+        "numpy": "*",
+        "pandas": "==2.2.0",
+        "flask": "*",
     }
     assert status["devDependencies"] == {"pytest": ">=8", "ruff": ">=0.6"}
     assert status["sources"] == ["pyproject.toml", "requirements-dev.txt", "requirements.txt"]

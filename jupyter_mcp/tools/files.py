@@ -74,7 +74,11 @@ def rewrite_file_content(ctx: ToolContext, pathInProject: str, text: str) -> dic
         changed = write_text(ctx, path, pathInProject, text)
     if changed:
         notify_written(ctx, path)
-    return {**_where(ctx, path), "size": path.stat().st_size, "operationTimeMs": _elapsed_ms(started)}
+    return {
+        **_where(ctx, path),
+        "size": path.stat().st_size,
+        "operationTimeMs": _elapsed_ms(started),
+    }
 
 
 @tools.tool(
@@ -107,9 +111,14 @@ def create_new_file_with_text(ctx: ToolContext, pathInProject: str, text: str) -
 
 @tools.tool(
     "list_files_in_folder",
-    "List the files and folders directly inside a project folder (use \"/\" for the root). "
+    'List the files and folders directly inside a project folder (use "/" for the root). '
     "Entries are sorted by name; paths are relative to the project root.",
-    {"pathInProject": {**PATH, "description": "Folder relative to the project root; \"/\" is the root."}},
+    {
+        "pathInProject": {
+            **PATH,
+            "description": 'Folder relative to the project root; "/" is the root.',
+        }
+    },
     required=["pathInProject"],
     read_only=True,
     idempotent=True,
@@ -165,7 +174,11 @@ def _terminator(line: str) -> str:
     {
         "pathInProject": PATH,
         "startLine": {"type": "integer", "minimum": 1, "description": "First line (1-based)."},
-        "endLine": {"type": "integer", "minimum": 1, "description": "Last line (1-based, inclusive)."},
+        "endLine": {
+            "type": "integer",
+            "minimum": 1,
+            "description": "Last line (1-based, inclusive).",
+        },
         "content": {"type": "string", "description": "The new text for that range."},
         "offset": {
             "type": "integer",
@@ -198,7 +211,8 @@ def replace_file_content_at_position(
         first_body = first[: len(first) - len(_terminator(first))]
         if offset > len(first_body):
             raise ToolError(
-                f"offset {offset} is past the end of line {startLine} ({len(first_body)} characters)"
+                f"offset {offset} is past the end of line {startLine} "
+                f"({len(first_body)} characters)"
             )
         last = lines[endLine - 1]
         before = "".join(lines[: startLine - 1]) + first_body[:offset]
@@ -233,7 +247,11 @@ def append_file_content(ctx: ToolContext, pathInProject: str, text: str) -> dict
         "pathInProject": PATH,
         "searchText": {"type": "string", "minLength": 1, "description": "Literal text to find."},
         "replaceText": {"type": "string", "description": "Replacement text."},
-        "replaceAll": {"type": "boolean", "default": False, "description": "Replace every occurrence."},
+        "replaceAll": {
+            "type": "boolean",
+            "default": False,
+            "description": "Replace every occurrence.",
+        },
     },
     required=["pathInProject", "searchText", "replaceText"],
     title="Replace text",
