@@ -38,7 +38,7 @@ class MCPBaseHandler(ExtensionHandlerMixin, APIHandler):
         """Refuse disallowed browser origins before anything else happens."""
         await super().prepare(*args, **kwargs)
         if not origin_allowed(self):
-            raise web.HTTPError(403, "Origin not allowed: %s" % self.request.headers.get("Origin"))
+            raise web.HTTPError(403, "Origin not allowed: %s", self.request.headers.get("Origin"))
 
     @property
     def ctx(self):  # type: ignore[no-untyped-def]
@@ -196,6 +196,9 @@ def parse_arguments(body: bytes, limit: int) -> Any:
         raise ToolError("Request body is not UTF-8 JSON") from e
     except json.JSONDecodeError as e:
         raise ToolError(f"Malformed JSON in request body: {e}") from e
+    except RecursionError as e:
+        # The C decoder gives up on deep nesting (a few thousand levels) with RecursionError.
+        raise ToolError("JSON in request body is nested too deeply to decode") from e
     if not isinstance(data, dict):
         raise ToolError("Request body must be a JSON object of arguments")
     if "jsonrpc" in data and "params" in data:
