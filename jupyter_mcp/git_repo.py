@@ -205,7 +205,7 @@ class GitProject:
         """The repository-relative path of a project path (lexically, the last link kept).
 
         The file need not exist (deleted files have history and diffs). Refused when it is
-        outside the project root.
+        outside the project root, or is a symlink that leads outside it.
         """
         if not isinstance(path_in_project, str):
             raise ToolError("pathInProject must be a string")
@@ -218,7 +218,11 @@ class GitProject:
             full = self.root
         else:
             full = Path(os.path.realpath(candidate.parent)) / candidate.name
-        if not is_inside(self.root, full):
+        # The leaf stays lexical so a link inside the project is handled as the link, but a
+        # link that leads outside the root is refused like every other path tool (DESIGN §5).
+        if not is_inside(self.root, full) or (
+            full.is_symlink() and not is_inside(self.root, Path(os.path.realpath(full)))
+        ):
             raise ToolError(f"Path is outside the project root: {path_in_project}")
         rel = full.relative_to(self.worktree).as_posix()
         return "" if rel == "." else rel
