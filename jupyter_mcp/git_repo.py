@@ -532,6 +532,12 @@ class GitProject:
         args += [old] + ([new] if new else []) + ["--", path]
         text = self.run(*args).stdout
         if text:
+            if _binary_diff(text):
+                between = f"{commit1} and {commit2 or 'the working tree'}"
+                raise ToolError(
+                    f"{shown} is a binary file (it differs between {between}); "
+                    "get_file_diff shows differences of text files only"
+                )
             return text
         # No difference, an untracked file, or no such file at all: tell them apart.
         old_blob = self._blob(old, path)
@@ -541,10 +547,10 @@ class GitProject:
             try:
                 return unified_diff(shown, None, _text_or_none(new_blob))
             except _Binary:
-                return (
-                    f"diff --git a/{shown} b/{shown}\nnew file mode 100644\n"
-                    f"Binary files /dev/null and b/{shown} differ\n"
-                )
+                raise ToolError(
+                    f"{shown} is a binary file (new, not yet tracked); "
+                    "get_file_diff shows differences of text files only"
+                ) from None
         return ""
 
     @staticmethod
@@ -936,6 +942,14 @@ def _text_or_none(data: bytes | None) -> str | None:
     if b"\x00" in data[:8192]:
         raise _Binary
     return data.decode("utf-8", "replace")
+
+
+def _binary_diff(text: str) -> bool:
+    """True when git's diff of one file says only that binary contents differ."""
+    lines = text.splitlines()
+    return any(line.startswith("Binary files ") for line in lines) and not any(
+        line.startswith("@@") for line in lines
+    )
 
 
 class _Binary(Exception):

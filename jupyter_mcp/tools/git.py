@@ -97,7 +97,8 @@ def get_file_history(
     "compares HEAD with it). Commits may be full or short hashes, HEAD~n, branch or tag names. "
     "A notebook (.ipynb) is diffed as its percent-format source text instead of its raw "
     "JSON: outputs, execution counts and metadata are left out (if one side is not a valid "
-    "notebook, the raw JSON diff is returned). An empty string means no difference.",
+    "notebook, the raw JSON diff is returned). An empty string means no difference; a binary "
+    "file that differs is refused with an error.",
     {
         "pathInProject": PATH,
         "commit1": {"type": "string", "description": "First (older) revision; default HEAD."},
