@@ -1,0 +1,552 @@
+"""Bad input never hurts (DESIGN §5): a sweep over every tool the server lists.
+
+For each built-in tool (parametrized by name at collection time, then read from the live
+``GET /mcp/list_tools`` so the advertised schema is what is exercised) the cases are generated
+from its ``inputSchema``:
+
+* each required field missing;
+* each field (the window fields included) given every wrong JSON type;
+* each path-like field pointing outside the root: ``../outside.txt``, ``..``, absolute paths
+  outside, and symlinks inside the root that lead outside;
+* non-object bodies, malformed JSON, non-UTF-8 bytes, bad JSON-RPC wrappers, deep nesting.
+
+Every case must answer HTTP 200 ``{"status": null, "error": "<names the problem>"}`` on both
+REST surfaces, within a few seconds, with every file of the project (and the files outside it)
+byte-for-byte as before. The rest of the module checks the standard MCP surface with the SDK
+client, bodies over ``max_body_bytes`` on all three surfaces, and a binary file given to every
+text tool.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx2
+import nbformat
+import pytest
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+
+from jupyter_mcp.tools import builtin_tools
+
+#: Every built-in tool, known at collection time so each gets its own test id.
+TOOL_NAMES = [tool.name for tool in builtin_tools()]
+
+#: A request for bad input answering slower than this counts as hung.
+TIME_LIMIT_S = 5.0
+
+#: A small ``max_body_bytes`` so the huge-body checks stay quick.
+BODY_LIMIT = 256 * 1024
+
+#: Fields whose value is a path (or a list of paths) in the project.
+PATH_FIELDS = {"pathInProject", "cwd", "files", "path", "paths", "folder", "directory"}
+
+#: A sample of every JSON type, for the wrong-type cases.
+SAMPLES: dict[str, Any] = {
+    "string": "text",
+    "integer": 7,
+    "number": 1.5,
+    "boolean": True,
+    "array": [1],
+    "object": {"k": 1},
+    "null": None,
+}
+
+#: Valid values for fields whose generic sample would not do; anything that ran by mistake
+#: would leave a mark (a written file) that the snapshot catches.
+VALID: dict[str, Any] = {
+    "pathInProject": "notes.txt",
+    "files": ["notes.txt"],
+    "line": 1,
+    "character": 4,
+    "startLine": 1,
+    "endLine": 1,
+    "refactorType": "rename",
+    "options": {"newName": "renamed"},
+    "command": "touch escaped-marker",
+    "unixCommand": "touch escaped-marker",
+    "milliseconds": 1,
+    "timeout": 2,
+    "waitMs": 0,
+    "maxResults": 5,
+    "maxEntries": 5,
+    "offset": 0,
+}
+#: Optional fields given with the path cases, so that only the path is wrong.
+PATH_CASE_EXTRAS = ("options",)
+GENERIC: dict[str, Any] = {
+    "string": "x",
+    "integer": 0,
+    "number": 0,
+    "boolean": False,
+    "array": [],
+    "object": {},
+}
+
+
+@pytest.fixture
+def jp_server_config() -> dict[str, Any]:
+    """The conftest server, with a small body limit for the huge-body checks."""
+    return {
+        "ServerApp": {
+            "jpserver_extensions": {"jupyter_mcp": True},
+            "allow_unauthenticated_access": False,
+        },
+        "JupyterMCP": {"max_body_bytes": BODY_LIMIT},
+    }
+
+
+@pytest.fixture(autouse=True)
+def git_identity(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Git works in the project without touching the user's configuration."""
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(tmp_path / "no-global-gitconfig"))
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    for who in ("AUTHOR", "COMMITTER"):
+        monkeypatch.setenv(f"GIT_{who}_NAME", "Test Author")
+        monkeypatch.setenv(f"GIT_{who}_EMAIL", "author@example.org")
+
+
+@dataclass
+class Project:
+    """The test project: the root, the files outside it and the parent they live in."""
+
+    root: Path
+    parent: Path
+    outside_file: Path
+    outside_dir: Path
+
+    def snapshot(self) -> dict[str, Any]:
+        """Bytes of every file in and around the project; symlinks by their target."""
+        state: dict[str, Any] = {}
+        for base in (self.root, self.outside_dir):
+            for dirpath, dirnames, filenames in os.walk(base):
+                for name in sorted(dirnames + filenames):
+                    path = Path(dirpath) / name
+                    key = str(path)
+                    if path.is_symlink():
+                        state[key] = ("link", os.readlink(path))
+                    elif path.is_file():
+                        if ".git" in path.relative_to(base).parts and name == "index":
+                            continue  # git refreshes stat data in its index on a plain status
+                        state[key] = path.read_bytes()
+        state[str(self.outside_file)] = self.outside_file.read_bytes()
+        state["<parent listing>"] = sorted(os.listdir(self.parent))
+        return state
+
+
+def _notebook() -> str:
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell("value = 1\nprint(value)")]
+    nb.cells[0].outputs = [nbformat.v4.new_output("stream", name="stdout", text="1\n")]
+    nb.cells[0].execution_count = 1
+    return nbformat.writes(nb)
+
+
+@pytest.fixture
+def project(jp_root_dir: Path, tmp_path: Path) -> Project:
+    """A git project with text, code, a notebook and a binary file; escapes lead outside."""
+    root = jp_root_dir
+    parent = root.parent
+    outside_file = parent / "outside.txt"
+    outside_file.write_text("outside, must never change\n")
+    outside_dir = parent / "outside_dir"
+    outside_dir.mkdir()
+    (outside_dir / "inner.txt").write_text("inner, must never change\n")
+    (outside_dir / "mod.py").write_text("def outer():\n    return 1\n")
+
+    (root / "notes.txt").write_text("hello\nworld\n")
+    (root / "src").mkdir()
+    (root / "src" / "mod.py").write_text("def helper():\n    return 1\n\n\nhelper()\n")
+    (root / "nb.ipynb").write_text(_notebook())
+    (root / "blob.bin").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(range(256)))
+    os.symlink(outside_file, root / "escape.txt")
+    os.symlink(outside_dir, root / "escape_dir")
+    for args in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-q", "-m", "initial"]):
+        subprocess.run(["git", *args], cwd=root, check=True, capture_output=True)
+    return Project(root, parent, outside_file, outside_dir)
+
+
+# --- case generation ---------------------------------------------------------------------
+
+
+@dataclass
+class Case:
+    """One bad call: a label, the raw body, and words the error must contain (any of them)."""
+
+    label: str
+    body: bytes
+    mentions: tuple[str, ...]
+
+
+def _types(prop: dict[str, Any]) -> list[str]:
+    kind = prop.get("type")
+    if kind is None:
+        return []
+    return list(kind) if isinstance(kind, list) else [kind]
+
+
+def valid_value(name: str, prop: dict[str, Any]) -> Any:
+    """A value that passes ``prop``: a fitting sample for known fields, else a generic one."""
+    if "enum" in prop:
+        return prop["enum"][0]
+    if name in VALID:
+        return VALID[name]
+    types = _types(prop)
+    return GENERIC[types[0]] if types else "x"
+
+
+def wrong_types(prop: dict[str, Any]) -> list[str]:
+    """The JSON types a value of ``prop`` must not have."""
+    types = set(_types(prop))
+    if not types:
+        return []
+    wrong = []
+    for kind in SAMPLES:
+        if kind in types or (kind == "integer" and "number" in types):
+            continue
+        wrong.append(kind)
+    return wrong
+
+
+def path_values(project: Project) -> list[str]:
+    """Paths that lead outside the root, each in its own way."""
+    return [
+        "../outside.txt",
+        "..",
+        "src/../../outside.txt",
+        str(project.outside_file),
+        str(project.outside_dir),
+        "escape.txt",
+        "escape_dir",
+        "escape_dir/inner.txt",
+    ]
+
+
+def _dump(arguments: Any) -> bytes:
+    return json.dumps(arguments).encode()
+
+
+def generate_cases(schema: dict[str, Any], project: Project) -> list[Case]:
+    """Every bad call of one tool, from its advertised input schema."""
+    properties: dict[str, Any] = schema.get("properties", {})
+    required: list[str] = schema.get("required", [])
+    base = {name: valid_value(name, properties[name]) for name in required}
+    cases: list[Case] = []
+
+    for name in required:
+        arguments = {k: v for k, v in base.items() if k != name}
+        cases.append(Case(f"missing {name}", _dump(arguments), (name,)))
+
+    for name, prop in properties.items():
+        for kind in wrong_types(prop):
+            arguments = {**base, name: SAMPLES[kind]}
+            cases.append(Case(f"{name} as {kind}", _dump(arguments), (name,)))
+
+    for name, prop in properties.items():
+        if name not in PATH_FIELDS:
+            continue
+        for bad in path_values(project):
+            value: Any = [bad] if "array" in _types(prop) else bad
+            # Optional fields a valid call needs (a rename's options.newName) come along too.
+            extras = {n: VALID[n] for n in PATH_CASE_EXTRAS if n in properties}
+            arguments = {**base, **extras, name: value}
+            cases.append(Case(f"{name}={bad!r}", _dump(arguments), ("outside",)))
+
+    if schema.get("additionalProperties", True) is False:
+        cases.append(Case("unknown field", _dump({**base, "noSuchField": 1}), ("noSuchField",)))
+
+    not_object = ("object",)
+    malformed = ("json",)
+    deep = 50_000
+    cases += [
+        Case("body is an array", b"[1, 2]", not_object),
+        Case("body is a string", b'"text"', not_object),
+        Case("body is a number", b"42", not_object),
+        Case("body is null", b"null", not_object),
+        Case("body is true", b"true", not_object),
+        Case("truncated JSON", b'{"pathInProject": ', malformed),
+        Case("single-quoted JSON", b"{'pathInProject': 'notes.txt'}", malformed),
+        Case("trailing garbage", _dump(base) + b" }", malformed),
+        Case("not UTF-8", b"\xff\xfe{\x00}", ("utf-8", "json")),
+        Case("deeply nested array", b"[" * deep + b"]" * deep, ("nest", "deep", "json")),
+        Case(
+            "deeply nested field",
+            b'{"x": ' + b"[" * deep + b"]" * deep + b"}",
+            ("nest", "deep", "json"),
+        ),
+        Case(
+            "JSON-RPC params not an object",
+            _dump({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": [base]}),
+            ("params",),
+        ),
+        Case(
+            "JSON-RPC arguments not an object",
+            _dump({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"arguments": []}}),
+            ("object",),
+        ),
+    ]
+    return cases
+
+
+# --- the sweep ---------------------------------------------------------------------------
+
+
+async def _post(jp_fetch: Any, parts: list[str], body: bytes) -> tuple[int, Any, float]:
+    started = time.perf_counter()
+    response = await jp_fetch(
+        *parts, method="POST", body=body, raise_error=False, request_timeout=TIME_LIMIT_S * 4
+    )
+    took = time.perf_counter() - started
+    try:
+        payload = json.loads(response.body)
+    except ValueError:
+        payload = response.body[:300]
+    return response.code, payload, took
+
+
+async def _listing(jp_fetch: Any) -> dict[str, dict[str, Any]]:
+    response = await jp_fetch("mcp", "list_tools", method="GET")
+    return {tool["name"]: tool for tool in json.loads(response.body)}
+
+
+def _check(
+    label: str, code: int, payload: Any, took: float, before: Any, after: Any, mentions: Any
+) -> list[str]:
+    problems = []
+    if code != 200:
+        problems.append(f"HTTP {code}: {payload!r}")
+    elif not isinstance(payload, dict) or set(payload) != {"status", "error"}:
+        problems.append(f"not the seed error shape: {payload!r}")
+    elif payload["status"] is not None:
+        problems.append(f"succeeded: {str(payload['status'])[:200]!r}")
+    elif not isinstance(payload["error"], str) or not payload["error"].strip():
+        problems.append(f"empty error: {payload!r}")
+    elif not any(word.lower() in payload["error"].lower() for word in mentions):
+        problems.append(f"error does not mention {' or '.join(mentions)}: {payload['error']!r}")
+    if took > TIME_LIMIT_S:
+        problems.append(f"took {took:.1f} s")
+    if after != before:
+        changed = sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k))
+        problems.append(f"files changed: {changed}")
+    return [f"{label}: {p}" for p in problems]
+
+
+@pytest.mark.parametrize("tool", TOOL_NAMES)
+async def test_every_bad_call_is_a_clear_error_and_changes_nothing(
+    jp_fetch: Any, project: Project, tool: str
+) -> None:
+    listing = await _listing(jp_fetch)
+    assert tool in listing, f"{tool} is not listed by /mcp/list_tools"
+    cases = generate_cases(listing[tool]["inputSchema"], project)
+    assert cases
+
+    before = project.snapshot()
+    problems: list[str] = []
+    for case in cases:
+        for surface in (["mcp", tool], ["api", "mcp", tool]):
+            code, payload, took = await _post(jp_fetch, surface, case.body)
+            after = project.snapshot()
+            label = f"/{'/'.join(surface)} [{case.label}]"
+            problems += _check(label, code, payload, took, before, after, case.mentions)
+            before = after
+    assert not problems, f"{len(problems)} of {2 * len(cases)} calls misbehaved:\n" + "\n".join(
+        problems
+    )
+
+
+async def test_the_sweep_covers_every_listed_tool(jp_fetch: Any, project: Project) -> None:
+    """A tool added to the server but not to ``builtin_tools`` would escape the sweep."""
+    listing = await _listing(jp_fetch)
+    assert set(listing) == set(TOOL_NAMES)
+    total = sum(len(generate_cases(t["inputSchema"], project)) for t in listing.values())
+    # Every tool contributes at least its body cases; path tools many more.
+    assert total >= 13 * len(listing)
+
+
+# --- standard MCP -------------------------------------------------------------------------
+
+
+@pytest.fixture
+def connect(http_server: Any, http_server_port: tuple[Any, int], jp_base_url: str, jp_serverapp):  # type: ignore[no-untyped-def]
+    """``async with connect(mode) as client``: an SDK client on ``/mcp``."""
+    url = f"http://127.0.0.1:{http_server_port[1]}{jp_base_url}mcp"
+    token = jp_serverapp.identity_provider.token
+
+    @asynccontextmanager
+    async def _connect(mode: str) -> AsyncIterator[Client]:
+        async with httpx2.AsyncClient(headers={"Authorization": f"token {token}"}) as http:
+            async with Client(streamable_http_client(url, http_client=http), mode=mode) as client:
+                yield client
+
+    return _connect
+
+
+MCP_BAD_CALLS = [
+    ("get_file_text_by_path", {}, "pathInProject"),
+    ("rewrite_file_content", {"pathInProject": "notes.txt", "text": 5}, "text"),
+    ("replace_file_content_at_position", {"pathInProject": "notes.txt"}, "startLine"),
+    ("append_file_content", {"pathInProject": "../outside.txt", "text": "x"}, "outside"),
+    ("rewrite_file_content", {"pathInProject": "escape.txt", "text": "x"}, "outside"),
+    ("commit_changes", {"message": "m", "files": ["../outside.txt"]}, "outside"),
+    ("run_command_on_background", {"command": "touch escaped-marker", "cwd": ".."}, "outside"),
+    ("search_in_files_content", {"searchText": "x", "maxResults": "many"}, "maxResults"),
+    ("get_file_text_by_path", {"pathInProject": "notes.txt", "resultStart": "0"}, "resultStart"),
+]
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_standard_mcp_bad_calls_are_error_results(connect, project: Project, mode: str):
+    before = project.snapshot()
+    async with connect(mode) as client:
+        for tool, arguments, mention in MCP_BAD_CALLS:
+            started = time.perf_counter()
+            result = await client.call_tool(tool, arguments)
+            assert time.perf_counter() - started < TIME_LIMIT_S, tool
+            assert result.is_error is True, (tool, arguments, result)
+            assert mention.lower() in result.content[0].text.lower(), (tool, result.content)
+        # The session survives all of that.
+        fine = await client.call_tool("get_file_text_by_path", {"pathInProject": "notes.txt"})
+        assert fine.is_error is False
+    assert project.snapshot() == before
+
+
+# --- huge bodies ---------------------------------------------------------------------------
+
+
+async def test_huge_bodies_are_refused_on_both_rest_surfaces(jp_fetch: Any, project: Project):
+    before = project.snapshot()
+    body = _dump({"pathInProject": "notes.txt", "text": "x" * (BODY_LIMIT + 10)})
+    wrapped = _dump(
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "tools/call",
+            "params": {"arguments": {"pathInProject": "notes.txt", "text": "y" * BODY_LIMIT}},
+        }
+    )
+    for parts in (["mcp", "rewrite_file_content"], ["api", "mcp", "append_file_content"]):
+        for payload in (body, wrapped):
+            code, answer, took = await _post(jp_fetch, parts, payload)
+            assert code == 200, (parts, answer)
+            assert answer["status"] is None
+            assert "limit" in answer["error"] and str(BODY_LIMIT) in answer["error"]
+            assert took < TIME_LIMIT_S
+    assert project.snapshot() == before
+
+
+async def test_huge_body_on_standard_mcp_is_refused(
+    http_server: Any,
+    http_server_port: tuple[Any, int],
+    jp_base_url: str,
+    jp_serverapp: Any,
+    project: Project,
+) -> None:
+    before = project.snapshot()
+    url = f"http://127.0.0.1:{http_server_port[1]}{jp_base_url}mcp"
+    token = jp_serverapp.identity_provider.token
+    headers = {
+        "Authorization": f"token {token}",
+        "Accept": "application/json, text/event-stream",
+        "Content-Type": "application/json",
+        "MCP-Protocol-Version": "2025-11-25",
+    }
+    message = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {
+            "name": "rewrite_file_content",
+            "arguments": {"pathInProject": "notes.txt", "text": "x" * (BODY_LIMIT + 10)},
+        },
+    }
+    async with httpx2.AsyncClient(headers=headers, timeout=TIME_LIMIT_S * 4) as http:
+        started = time.perf_counter()
+        response = await http.post(url, content=json.dumps(message))
+        took = time.perf_counter() - started
+    assert response.status_code == 413, response.text
+    text = response.text.lower()
+    assert "too large" in text or "limit" in text, response.text
+    assert took < TIME_LIMIT_S
+    assert project.snapshot() == before
+
+    # And through the SDK client, the call fails with a clear error instead of writing.
+    async with httpx2.AsyncClient(headers={"Authorization": f"token {token}"}) as http:
+        transport = streamable_http_client(url, http_client=http)
+        async with Client(transport, mode="legacy") as client:
+            with pytest.raises(Exception) as refused:  # noqa: PT011 - transport-dependent type
+                await client.call_tool(
+                    "rewrite_file_content",
+                    {"pathInProject": "notes.txt", "text": "x" * (BODY_LIMIT + 10)},
+                )
+    assert refused.value is not None
+    assert project.snapshot() == before
+
+
+# --- binary files ---------------------------------------------------------------------------
+
+#: (tool, file, other arguments); the code tools get binary bytes under a Python name, since
+#: any other name is refused before the contents are looked at.
+BINARY_CALLS = [
+    ("get_file_text_by_path", {}),
+    ("rewrite_file_content", {"text": "x"}),
+    ("append_file_content", {"text": "x"}),
+    ("replace_specific_text", {"searchText": "PNG", "replaceText": "GIF"}),
+    ("replace_file_content_at_position", {"startLine": 1, "endLine": 1, "content": "x"}),
+    ("get_symbols_in_file", {"pathInProject": "src/blob.py"}),
+    ("find_references", {"pathInProject": "src/blob.py", "line": 1, "character": 1}),
+    (
+        "refactor_code_at_location",
+        {
+            "pathInProject": "src/blob.py",
+            "line": 0,
+            "character": 1,
+            "refactorType": "rename",
+            "options": {"newName": "renamed"},
+        },
+    ),
+    ("toggle_debugger_breakpoint", {"line": 1}),
+    ("get_file_diff", {}),
+    ("get_file_diff", {"pathInProject": "src/blob.py"}),  # new and untracked
+]
+
+
+@pytest.mark.parametrize(
+    ("tool", "arguments"),
+    BINARY_CALLS,
+    ids=[f"{c[0]}-{c[1].get('pathInProject', 'blob.bin')}" for c in BINARY_CALLS],
+)
+async def test_binary_file_is_refused_by_every_text_tool(
+    jp_fetch: Any, project: Project, tool: str, arguments: dict[str, Any]
+) -> None:
+    # The diff is asked of a changed binary file, so there is something it could show.
+    if tool == "get_file_diff":
+        (project.root / "blob.bin").write_bytes(b"\x00\x01changed\xff" * 20)
+    (project.root / "src" / "blob.py").write_bytes((project.root / "blob.bin").read_bytes())
+    arguments = {"pathInProject": "blob.bin", **arguments}
+    before = project.snapshot()
+    code, answer, took = await _post(jp_fetch, ["mcp", tool], _dump(arguments))
+    assert code == 200
+    assert answer["status"] is None, answer
+    assert "binary" in answer["error"].lower(), answer["error"]
+    assert Path(arguments["pathInProject"]).name in answer["error"], answer["error"]
+    assert took < TIME_LIMIT_S
+    assert project.snapshot() == before
+
+
+async def test_binary_file_is_not_changed_over_standard_mcp(connect, project: Project):
+    before = project.snapshot()
+    async with connect("auto") as client:
+        result = await client.call_tool(
+            "append_file_content", {"pathInProject": "blob.bin", "text": "x"}
+        )
+    assert result.is_error is True
+    assert "binary" in result.content[0].text.lower()
+    assert project.snapshot() == before
