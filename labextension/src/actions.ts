@@ -19,7 +19,9 @@ export function registerActions(
   commands: CommandRegistry
 ): void {
   connection.handle('listCommands', () => listCommands(commands));
-  connection.handle('hasCommand', params => commands.hasCommand(String(params.id)));
+  connection.handle('hasCommand', params =>
+    commands.hasCommand(String(params.id))
+  );
   connection.handle('executeCommand', params =>
     executeCommand(commands, String(params.id))
   );
@@ -62,15 +64,20 @@ export async function executeCommand(
     enabled = true;
   }
   if (!enabled) {
-    throw new Error(`Action ${id} is not available in JupyterLab right now (it is disabled)`);
+    throw new Error(
+      `Action ${id} is not available in JupyterLab right now (it is disabled)`
+    );
   }
   const running = commands.execute(id);
   const early = await Promise.race([
     running.then(
       () => null,
-      (reason: unknown) => (reason instanceof Error ? reason.message : String(reason))
+      (reason: unknown) =>
+        reason instanceof Error ? reason.message : String(reason)
     ),
-    new Promise<null>(resolve => window.setTimeout(() => resolve(null), EARLY_FAILURE_MS))
+    new Promise<null>(resolve =>
+      window.setTimeout(() => resolve(null), EARLY_FAILURE_MS)
+    )
   ]);
   if (early !== null) {
     throw new Error(`Action ${id} failed: ${early}`);

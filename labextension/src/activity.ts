@@ -131,5 +131,7 @@ export class ActivityPanel extends Widget {
 }
 
 function formatDuration(ms: number): string {
-  return ms < 1000 ? `${ms.toFixed(ms < 10 ? 1 : 0)} ms` : `${(ms / 1000).toFixed(2)} s`;
+  return ms < 1000
+    ? `${ms.toFixed(ms < 10 ? 1 : 0)} ms`
+    : `${(ms / 1000).toFixed(2)} s`;
 }

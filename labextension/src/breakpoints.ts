@@ -67,7 +67,9 @@ export class BreakpointSync {
     }
     this._queue = this._queue
       .then(() => this._pushNow())
-      .catch(reason => console.warn('jupyter-mcp: showing breakpoints failed', reason))
+      .catch(reason =>
+        console.warn('jupyter-mcp: showing breakpoints failed', reason)
+      )
       .finally(() => {
         this._pending--;
         // Changes the user made meanwhile (gutter clicks) are reported now.
@@ -91,22 +93,22 @@ export class BreakpointSync {
       wanted.set(cell.id, cell.lines);
     }
     for (const cell of shared.cells) {
-        if (cell.cell_type !== 'code') {
-          continue;
-        }
-        const code = cell.getSource();
-        const id = this._debugger.getCodeId(code);
-        const lines = wanted.get(cell.id) ?? [];
-        const current = this._debugger.model.breakpoints
-          .getBreakpoints(id)
-          .map(bp => bp.line ?? 0);
-        if (sameLines(current, lines)) {
-          continue;
-        }
-        await this._debugger.updateBreakpoints(
-          code,
-          lines.map(line => ({ line, verified: true, source: { path: id } }))
-        );
+      if (cell.cell_type !== 'code') {
+        continue;
+      }
+      const code = cell.getSource();
+      const id = this._debugger.getCodeId(code);
+      const lines = wanted.get(cell.id) ?? [];
+      const current = this._debugger.model.breakpoints
+        .getBreakpoints(id)
+        .map(bp => bp.line ?? 0);
+      if (sameLines(current, lines)) {
+        continue;
+      }
+      await this._debugger.updateBreakpoints(
+        code,
+        lines.map(line => ({ line, verified: true, source: { path: id } }))
+      );
     }
   }
 

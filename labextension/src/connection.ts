@@ -166,12 +166,18 @@ export class BridgeConnection {
       this._socket = null;
       this._connectedChanged.emit(false);
       if (!this._stopped) {
-        const delay = Math.min(MAX_BACKOFF_MS, MIN_BACKOFF_MS * 2 ** this._attempts);
+        const delay = Math.min(
+          MAX_BACKOFF_MS,
+          MIN_BACKOFF_MS * 2 ** this._attempts
+        );
         this._attempts += 1;
-        this._retry = window.setTimeout(() => {
-          this._retry = null;
-          this._open();
-        }, delay * (0.75 + Math.random() * 0.5));
+        this._retry = window.setTimeout(
+          () => {
+            this._retry = null;
+            this._open();
+          },
+          delay * (0.75 + Math.random() * 0.5)
+        );
       }
     };
   }

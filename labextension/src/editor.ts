@@ -35,7 +35,9 @@ export class ActiveEditor {
     const shell = _app.shell;
     shell.currentChanged?.connect((_, args) => this._onCurrent(args.newValue));
     for (const tracker of [_notebooks, _editors] as const) {
-      tracker.widgetAdded.connect((_, widget) => this._watch(widget as DocWidget));
+      tracker.widgetAdded.connect((_, widget) =>
+        this._watch(widget as DocWidget)
+      );
       tracker.forEach(widget => this._watch(widget as DocWidget));
     }
     _notebooks.activeCellChanged.connect(() => this._watchSelection());
@@ -43,8 +45,12 @@ export class ActiveEditor {
 
     _connection.setStateProvider(() => this.state());
     _connection.handle('readText', () => this.readText());
-    _connection.handle('replaceSelection', params => this.replaceSelection(params.text));
-    _connection.handle('replaceDocument', params => this.replaceDocument(params));
+    _connection.handle('replaceSelection', params =>
+      this.replaceSelection(params.text)
+    );
+    _connection.handle('replaceDocument', params =>
+      this.replaceDocument(params)
+    );
     _connection.handle('openFile', params => this.openFile(params.path));
     _connection.reloadRequested.connect((_, path) => void this.reload(path));
   }
@@ -167,7 +173,11 @@ export class ActiveEditor {
       end++;
     }
     if (start !== old.length - end || start !== text.length - end) {
-      shared.updateSource(start, old.length - end, text.slice(start, text.length - end));
+      shared.updateSource(
+        start,
+        old.length - end,
+        text.slice(start, text.length - end)
+      );
     }
     return true;
   }
@@ -268,7 +278,10 @@ export class ActiveEditor {
 
   private _watchSelection(): void {
     if (this._selectionModel) {
-      this._selectionModel.selections.changed.disconnect(this._onSelection, this);
+      this._selectionModel.selections.changed.disconnect(
+        this._onSelection,
+        this
+      );
       this._selectionModel = null;
     }
     const editor = this._active ? this._editorOf(this._active) : null;
@@ -351,7 +364,9 @@ function info(widget: DocWidget): IDocumentInfo {
  * a no-op (and emits nothing) when the history is empty, so the call itself is observed.
  */
 function historySettled(widget: DocWidget): Promise<void> {
-  const shared = widget.context.model.sharedModel as { clearUndoHistory(): void };
+  const shared = widget.context.model.sharedModel as {
+    clearUndoHistory(): void;
+  };
   const original = shared.clearUndoHistory;
   return new Promise<void>(resolve => {
     // Clears in `ready` callbacks registered before this one (the editor's own) come first.
