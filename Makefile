@@ -39,7 +39,7 @@ LABEXT_SOURCES := $(shell find labextension/src labextension/style -type f 2>/de
 help:
 	@echo "make run     JupyterLab with jupyter-mcp on notebooks/ (prints URL, token, curl line)"
 	@echo "make test    everything the tests need, then the whole test suite"
-	@echo "make lint    ruff check + ruff format --check"
+	@echo "make lint    ruff check + ruff format --check; eslint, prettier, stylelint --check"
 	@echo "make wheel   build dist/jupyter_mcp-*.whl (labextension included)"
 	@echo "make clean   remove the venv, built assets and node_modules"
 
@@ -130,23 +130,27 @@ $(NPM_TOOLS)/.installed: tests/npm-tools/package.json tests/npm-tools/package-lo
 npm-tools: $(NPM_TOOLS)/.installed
 test-deps: npm-tools
 
-test: test-deps
+# Lint first: a style finding (Python or TypeScript) stops the run before the slow suite.
+test: test-deps lint
 	@echo "==> pytest"
 	@$(BIN)/python -m pytest -ra -p no:cacheprovider --timeout=$(PYTEST_TIMEOUT) $(PYTEST_ARGS)
 
 # --- extras ---------------------------------------------------------------------------------
 
-lint: $(STAMPS)/install
+lint: $(STAMPS)/install $(LABEXT_NODE)
 	$(BIN)/ruff check jupyter_mcp tests
 	$(BIN)/ruff format --check jupyter_mcp tests
+	cd labextension && $(BIN)/jlpm lint:check
 
-format: $(STAMPS)/install
+format: $(STAMPS)/install $(LABEXT_NODE)
 	$(BIN)/ruff check --fix jupyter_mcp tests
 	$(BIN)/ruff format jupyter_mcp tests
+	cd labextension && $(BIN)/jlpm lint
 
 wheel: $(STAMPS)/install $(LABEXT_BUILT)
 	$(BIN)/python -m pip wheel --no-deps --no-build-isolation -w dist .
 
 clean:
 	rm -rf $(VENV) $(LABEXT_OUT) labextension/node_modules labextension/lib \
-		labextension/tsconfig.tsbuildinfo labextension/.yarn dist build
+		labextension/tsconfig.tsbuildinfo labextension/.yarn labextension/.eslintcache \
+		labextension/.stylelintcache dist build
