@@ -14,6 +14,7 @@ import functools
 import inspect
 import json
 import logging
+import math
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -376,6 +377,14 @@ class Registry:
                 f"Invalid arguments for {name}: expected a JSON object, got {_json_type(arguments)}"
             )
         arguments = dict(arguments)
+        non_finite = _non_finite_number(arguments)
+        if non_finite is not None:
+            # NaN/Infinity pass "type": "number" but no tool can use them (a NaN wait never ends).
+            where, value = non_finite
+            raise ToolError(
+                f"Invalid arguments for {name}: field '{where}' must be a finite number, "
+                f"got {value}"
+            )
         window = parse_window(arguments, ctx.settings.result_window)
         tool.validate(arguments)
         if tool.approval_needed(arguments):
@@ -401,6 +410,24 @@ class Registry:
             return CallResult(value=value, text=text, total_length=len(text))
         start, end = window
         return CallResult(value=value, text=text[start:end], total_length=len(text), window=window)
+
+
+def _non_finite_number(arguments: dict[str, Any]) -> tuple[str, float] | None:
+    """The first NaN or infinite number in ``arguments`` (as its dotted field path), if any.
+
+    Python's JSON decoders (and pydantic's) accept ``NaN``/``Infinity`` literals, which JSON
+    itself does not have; walked without recursion since values may nest deeply.
+    """
+    stack: list[tuple[tuple[Any, ...], Any]] = [((), arguments)]
+    while stack:
+        path, value = stack.pop()
+        if isinstance(value, float) and not math.isfinite(value):
+            return ".".join(str(p) for p in path), value
+        if isinstance(value, dict):
+            stack.extend(((*path, k), v) for k, v in value.items())
+        elif isinstance(value, list):
+            stack.extend(((*path, i), v) for i, v in enumerate(value))
+    return None
 
 
 async def run_tool(tool: Tool, ctx: ToolContext, arguments: dict[str, Any]) -> Any:
