@@ -251,8 +251,36 @@ def generate_cases(schema: dict[str, Any], project: Project) -> list[Case]:
             cases.append(Case(f"{name} as {kind}", _dump(arguments), (name,)))
 
     for name, prop in properties.items():
+        types = _types(prop)
+        if "integer" in types or "number" in types:
+            # Below the advertised minimum, and the non-standard JSON numbers Python accepts.
+            low = prop.get("minimum", prop.get("exclusiveMinimum"))
+            if low is not None:
+                too_low = low - 1 if "minimum" in prop else low
+                arguments = {**base, name: too_low}
+                cases.append(Case(f"{name}={too_low} (below minimum)", _dump(arguments), (name,)))
+            for literal in ("NaN", "Infinity", "-Infinity"):
+                body = _dump({**base, name: 0}).replace(
+                    b"%s: 0" % _dump(name), b"%s: %s" % (_dump(name), literal.encode())
+                )
+                cases.append(Case(f"{name}={literal}", body, (name, "json")))
+        # A value nested deeper than any schema expects, still within what the decoder takes.
+        deep_value: Any = []
+        for _ in range(900):
+            deep_value = [deep_value]
+        cases.append(Case(f"{name} nested 900 deep", _dump({**base, name: deep_value}), (name,)))
+
+    for name, prop in properties.items():
         if name not in PATH_FIELDS:
             continue
+        value_nul: Any = (
+            ["notes.txt\x00../outside.txt"]
+            if "array" in _types(prop)
+            else ("notes.txt\x00../outside.txt")
+        )
+        extras = {n: VALID[n] for n in PATH_CASE_EXTRAS if n in properties}
+        arguments = {**base, **extras, name: value_nul}
+        cases.append(Case(f"{name} with NUL", _dump(arguments), ("nul",)))
         for bad in path_values(project):
             value: Any = [bad] if "array" in _types(prop) else bad
             # Optional fields a valid call needs (a rename's options.newName) come along too.
@@ -549,4 +577,90 @@ async def test_binary_file_is_not_changed_over_standard_mcp(connect, project: Pr
         )
     assert result.is_error is True
     assert "binary" in result.content[0].text.lower()
+    assert project.snapshot() == before
+
+
+# --- standard MCP over raw HTTP: bodies no SDK client would send ----------------------------
+
+
+async def test_standard_mcp_raw_bad_bodies(
+    http_server: Any,
+    http_server_port: tuple[Any, int],
+    jp_base_url: str,
+    jp_serverapp: Any,
+    project: Project,
+) -> None:
+    url = f"http://127.0.0.1:{http_server_port[1]}{jp_base_url}mcp"
+    headers = {
+        "Authorization": f"token {jp_serverapp.identity_provider.token}",
+        "Content-Type": "application/json",
+        "Accept": "application/json",
+    }
+    initialize = {
+        "jsonrpc": "2.0",
+        "id": 0,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "clientInfo": {"name": "bad-input", "version": "0"},
+        },
+    }
+
+    def call(arguments: str) -> bytes:
+        return (
+            b'{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": '
+            b'{"name": "%s", "arguments": %s}}' % tuple(x.encode() for x in arguments.split("|"))
+        )
+
+    deep = 50_000
+    bodies = {
+        "NaN wait": call('wait|{"milliseconds": NaN}'),
+        "Infinity timeout": call(
+            'execute_terminal_command|{"command": "touch m", "timeout": Infinity}'
+        ),
+        "NaN in a write": call(
+            'rewrite_file_content|{"pathInProject": "notes.txt", "text": "x", "resultStart": NaN}'
+        ),
+        "deeply nested arguments": call("get_file_text_by_path|" + "[" * deep + "]" * deep),
+        "malformed JSON": b'{"jsonrpc": "2.0", "id": 1, "method": ',
+        "non-object body": b"[1, 2, 3]",
+        "not UTF-8": b"\xff\xfe\x00{",
+    }
+    before = project.snapshot()
+    async with httpx2.AsyncClient(headers=headers, timeout=TIME_LIMIT_S * 4) as http:
+        opened = await http.post(url, content=json.dumps(initialize))
+        assert opened.status_code == 200, opened.text
+        session = {
+            "Mcp-Session-Id": opened.headers["mcp-session-id"],
+            "MCP-Protocol-Version": "2025-11-25",
+        }
+        initialized = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+        await http.post(url, content=json.dumps(initialized), headers=session)
+        problems = []
+        for label, body in bodies.items():
+            started = time.perf_counter()
+            response = await http.post(url, content=body, headers=session)
+            took = time.perf_counter() - started
+            if took > TIME_LIMIT_S:
+                problems.append(f"{label}: took {took:.1f} s")
+            if response.status_code >= 500:
+                problems.append(f"{label}: HTTP {response.status_code} {response.text[:200]}")
+                continue
+            try:
+                answer = response.json()
+            except ValueError:
+                problems.append(f"{label}: not JSON: {response.status_code} {response.text[:200]}")
+                continue
+            refused = "error" in answer or answer.get("result", {}).get("isError") is True
+            if not refused:
+                problems.append(f"{label}: not refused: {str(answer)[:200]}")
+        # The session still works afterwards.
+        fine = await http.post(
+            url,
+            content=call('get_file_text_by_path|{"pathInProject": "notes.txt"}'),
+            headers=session,
+        )
+        assert fine.status_code == 200 and "hello" in fine.text
+    assert not problems, "\n".join(problems)
     assert project.snapshot() == before
