@@ -95,26 +95,45 @@ class BackgroundCommands:
 
 
 def group_alive(pgid: int) -> bool:
-    """True while a live (non-zombie) process belongs to process group ``pgid``."""
-    proc = Path("/proc")
-    if proc.is_dir():
-        for entry in proc.iterdir():
-            if not entry.name.isdigit():
-                continue
-            try:
-                stat = (entry / "stat").read_text()
-            except OSError:
-                continue
-            # Fields after the parenthesised command: state, ppid, pgrp, …
-            fields = stat[stat.rfind(")") + 2 :].split()
-            if len(fields) >= 3 and fields[2] == str(pgid) and fields[0] != "Z":
-                return True
-        return False
+    """True while a live (non-zombie) process belongs to process group ``pgid``.
+
+    ``killpg(pgid, 0)`` answers the common case (the group is empty) without looking at other
+    processes. A signal is also delivered to zombies, though, and orphans nobody reaps (a
+    container whose init does not reap) stay zombies, so a group that still answers is checked
+    member by member: its leader first, and only then the process table.
+    """
     try:
         os.killpg(pgid, 0)
-    except (ProcessLookupError, PermissionError):
+    except ProcessLookupError:
         return False
-    return True
+    except PermissionError:  # members we may not signal are not ours to stop
+        return False
+    if not Path("/proc").is_dir():  # pragma: no cover - no process table to tell zombies apart
+        return True
+    leader = _state_and_group(f"/proc/{pgid}/stat")
+    if leader is not None and leader[1] == pgid and leader[0] != "Z":
+        return True
+    with os.scandir("/proc") as entries:
+        for entry in entries:
+            if entry.name.isdigit():
+                found = _state_and_group(f"/proc/{entry.name}/stat")
+                if found is not None and found[1] == pgid and found[0] != "Z":
+                    return True
+    return False
+
+
+def _state_and_group(stat_path: str) -> tuple[str, int] | None:
+    """The state letter and process group of a ``/proc/<pid>/stat`` file (None when gone)."""
+    try:
+        with open(stat_path, encoding="utf-8", errors="replace") as f:
+            stat = f.read()
+    except OSError:
+        return None
+    # Fields after the parenthesised command: state, ppid, pgrp, …
+    fields = stat[stat.rfind(")") + 2 :].split()
+    if len(fields) < 3 or not fields[2].lstrip("-").isdigit():
+        return None
+    return fields[0], int(fields[2])
 
 
 async def kill_group(pgid: int) -> None:

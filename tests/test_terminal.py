@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 import platform
+import signal
 import subprocess
 import time
 import uuid
@@ -13,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from jupyter_mcp.background import group_alive
 from jupyter_mcp.context import ToolContext
 from jupyter_mcp.output import OutputBuffer, plain_text
 from jupyter_mcp.project_terminal import _drop_echo
@@ -287,6 +289,70 @@ def test_subprocess_helper_sees_processes() -> None:
         proc.kill()
         proc.wait()
     assert not _processes_with(f"sleep {marker}")
+
+
+def _no_process_table_scan(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make listing /proc fail, so a test sees whether ``group_alive`` scanned it."""
+
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("group_alive listed the whole process table")
+
+    monkeypatch.setattr(os, "scandir", refuse)
+    monkeypatch.setattr(os, "listdir", refuse)
+    monkeypatch.setattr(Path, "iterdir", refuse)
+
+
+def _wait_for_state(pid: int, state: str) -> None:
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        if stat[stat.rfind(")") + 2] == state:
+            return
+        time.sleep(0.02)
+    raise AssertionError(f"process {pid} never reached state {state}")
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="needs /proc")
+def test_group_alive_answers_without_scanning_every_process(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    finished = subprocess.Popen(["true"], start_new_session=True)
+    finished.wait()
+    running = subprocess.Popen(["sleep", "30"], start_new_session=True)
+    try:
+        with monkeypatch.context() as m:
+            _no_process_table_scan(m)
+            assert group_alive(finished.pid) is False  # empty group: one killpg
+            assert group_alive(running.pid) is True  # live leader: its own stat file
+    finally:
+        running.kill()
+        running.wait()
+    assert group_alive(running.pid) is False
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="needs /proc")
+def test_group_alive_ignores_zombies_and_finds_orphaned_members() -> None:
+    # A leader that exited but is not reaped yet is a zombie: the group is not alive.
+    zombie = subprocess.Popen(["true"], start_new_session=True)
+    try:
+        _wait_for_state(zombie.pid, "Z")
+        assert group_alive(zombie.pid) is False
+    finally:
+        zombie.wait()
+    # A leader that is gone while a child it started lives on: the group is alive.
+    marker = f"{70 + uuid.uuid4().int % 1000}.{uuid.uuid4().int % 10**6}"
+    leader = subprocess.Popen(
+        ["sh", "-c", f"sleep {marker} >/dev/null 2>&1 & exit 0"], start_new_session=True
+    )
+    leader.wait()
+    try:
+        assert group_alive(leader.pid) is True
+    finally:
+        os.killpg(leader.pid, signal.SIGKILL)
+    deadline = time.monotonic() + 10
+    while group_alive(leader.pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert group_alive(leader.pid) is False  # killed: gone, or a zombie nobody reaps
 
 
 # --- output capture helpers ----------------------------------------------------------------
