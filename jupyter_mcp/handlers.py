@@ -52,7 +52,14 @@ class MCPBaseHandler(ExtensionHandlerMixin, APIHandler):
         """Finish with a JSON body (UTF-8, no ASCII escaping)."""
         self.set_status(status)
         self.set_header("Content-Type", "application/json; charset=UTF-8")
-        self.finish(json.dumps(payload, ensure_ascii=False))
+        text = json.dumps(payload, ensure_ascii=False)
+        try:
+            data = text.encode("utf-8")
+        except UnicodeEncodeError:
+            # Lone surrogates (a JSON "\udcff" sent back in an error, a file name that is not
+            # UTF-8) cannot be UTF-8 encoded: send them as JSON escapes instead of failing.
+            data = json.dumps(payload).encode("ascii")
+        self.finish(data)
 
     def write_error(self, status_code: int, **kwargs: Any) -> None:
         """Errors of the HTTP layer (auth, origin) keep the seed shape, for scripts."""
