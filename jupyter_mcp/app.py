@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from jupyter_server.extension.application import ExtensionApp
@@ -117,6 +118,14 @@ class JupyterMCP(ExtensionApp):
         config=True,
         help="Files larger than this many bytes are skipped by search_in_files_content.",
     )
+    search_cache_bytes = Int(
+        256 * 1024 * 1024,
+        config=True,
+        help=(
+            "Budget of the search index's in-memory text cache (characters of file text); "
+            "files beyond it are read from disk on each search."
+        ),
+    )
     code_timeout = Float(
         30.0,
         config=True,
@@ -132,6 +141,15 @@ class JupyterMCP(ExtensionApp):
         help=(
             "JSON file where breakpoints are kept across restarts (keyed by project root); "
             "empty means <jupyter data dir>/jupyter_mcp/breakpoints.json."
+        ),
+    )
+
+    tool_threads = Int(
+        32,
+        config=True,
+        help=(
+            "Threads that run tool calls. Calls that wait on git, jedi or a search hold one, "
+            "so this bounds how many such calls run at once."
         ),
     )
 
@@ -152,6 +170,7 @@ class JupyterMCP(ExtensionApp):
             action_approval_patterns=tuple(self.action_approval_patterns),
             plugin_timeout=self.plugin_timeout,
             search_max_file_bytes=self.search_max_file_bytes,
+            search_cache_bytes=self.search_cache_bytes,
             code_timeout=self.code_timeout,
         )
 
@@ -167,6 +186,7 @@ class JupyterMCP(ExtensionApp):
         "action_approval_patterns",
         "plugin_timeout",
         "search_max_file_bytes",
+        "search_cache_bytes",
         "code_timeout",
     )
     def _policy_changed(self, change: dict[str, Any]) -> None:
@@ -190,16 +210,23 @@ class JupyterMCP(ExtensionApp):
 
     def initialize_settings(self) -> None:
         """Build the registry and the context every tool call shares."""
-        root_dir = self.serverapp.root_dir
+        # The contents manager's root is the one JupyterLab's file browser shows.
+        contents_manager = getattr(self.serverapp, "contents_manager", None)
+        root_dir = getattr(contents_manager, "root_dir", None) or self.serverapp.root_dir
+        self.tool_executor = ThreadPoolExecutor(
+            max_workers=self.tool_threads, thread_name_prefix="jupyter-mcp-tool"
+        )
         self.tool_context = ToolContext(
             root_dir=root_dir,
             settings=self.settings_snapshot(),
             log=self.log,
             serverapp=self.serverapp,
+            executor=self.tool_executor,
         )
         self.registry = Registry(builtin_tools())
         install_execution_services(self.tool_context, breakpoints_file=self.breakpoints_file)
-        EditorBridge(self.tool_context).install(self.registry)
+        self.editor_bridge = EditorBridge(self.tool_context)
+        self.editor_bridge.install(self.registry)
         self.log.info(
             "jupyter_mcp %s: %d tools for %s", __version__, len(self.registry.all()), root_dir
         )
@@ -261,6 +288,12 @@ class JupyterMCP(ExtensionApp):
             import asyncio
 
             await asyncio.to_thread(intel.close)  # stops the jedi worker process
+        bridge = getattr(self, "editor_bridge", None)
+        if bridge is not None:
+            bridge.close()  # fails pending editor requests, ends the breakpoint sync
+        executor = getattr(self, "tool_executor", None)
+        if executor is not None:
+            executor.shutdown(wait=False, cancel_futures=True)
 
 
 main = launch_instance = JupyterMCP.launch_instance

@@ -224,7 +224,7 @@ class StreamableHTTPHandler(MCPBaseHandler):
         )
 
     @web.authenticated
-    @authorized
+    @authorized("execute")  # a message may call a tool, which runs commands and kernels
     async def post(self) -> None:
         """A client message (request, notification or response)."""
         await self._serve()
@@ -236,7 +236,7 @@ class StreamableHTTPHandler(MCPBaseHandler):
         await self._serve()
 
     @web.authenticated
-    @authorized
+    @authorized("execute")
     async def delete(self) -> None:
         """End a legacy session."""
         await self._serve()

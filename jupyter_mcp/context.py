@@ -10,6 +10,7 @@ import contextvars
 import logging
 import threading
 from collections.abc import Awaitable, Callable
+from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -49,6 +50,13 @@ ACTION_APPROVAL_PATTERNS: tuple[str, ...] = (
     "extensionmanager:*",
     "pluginmanager:*",
     "git:*",
+    # Commands that throw away unsaved work, or trust and run untrusted output.
+    "*reload*",
+    "*restore-checkpoint*",
+    "*:trust*",
+    "*clear*output*",
+    "apputils:reset*",
+    "settingeditor:*",
 )
 
 
@@ -67,6 +75,7 @@ class Settings:
     action_approval_patterns: tuple[str, ...] = ACTION_APPROVAL_PATTERNS
     plugin_timeout: float = 5.0
     search_max_file_bytes: int = 8 * 1024 * 1024
+    search_cache_bytes: int = 256 * 1024 * 1024
     code_timeout: float = 30.0
 
 
@@ -99,6 +108,8 @@ class ToolContext:
     locks: PathLocks = field(default_factory=PathLocks)
     #: Asks the JupyterLab window to approve a call; set by the browser bridge.
     approver: Callable[[Tool, dict[str, Any]], Awaitable[bool]] | None = None
+    #: Threads for plain-function tools; None means asyncio's default executor.
+    executor: Executor | None = None
 
     def __post_init__(self) -> None:
         self.root_dir = Path(self.root_dir).resolve()

@@ -28,6 +28,24 @@ from .notebook_text import (
 _SNIFF = 8192
 
 
+def _read_umask() -> int:
+    """The process umask, read without changing it where the OS allows (it is process-wide,
+    so setting it to read it would race with threads creating files)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    umask = os.umask(0o022)  # once, at import, before tool threads exist
+    os.umask(umask)
+    return umask
+
+
+_UMASK = _read_umask()
+
+
 def is_notebook(path: Path) -> bool:
     """True for ``.ipynb`` files, which tools see through their text view."""
     return path.suffix.lower() == ".ipynb"
@@ -95,9 +113,7 @@ def atomic_write(path: Path, data: str) -> None:
     try:
         mode = stat.S_IMODE(path.stat().st_mode)
     except FileNotFoundError:
-        umask = os.umask(0)
-        os.umask(umask)
-        mode = 0o666 & ~umask
+        mode = 0o666 & ~_UMASK
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:

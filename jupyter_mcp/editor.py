@@ -428,6 +428,8 @@ def summarize_arguments(arguments: dict[str, Any], *, limit: int) -> str:
     """``key=value`` pairs with each value cut to ``limit`` characters, for people to read."""
     parts = []
     for key, value in arguments.items():
+        if isinstance(value, str) and len(value) > limit:
+            value = value[:limit]  # never serialise a whole file's text just to cut it
         text = json.dumps(value, ensure_ascii=False)
         if len(text) > limit:
             text = text[: limit - 1] + "…"

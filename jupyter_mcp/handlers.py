@@ -166,7 +166,7 @@ class ToolHandler(MCPBaseHandler):
     stringify_status = False
 
     @web.authenticated
-    @authorized
+    @authorized("execute")  # tools run commands and kernels: more than a write
     async def post(self, tool: str) -> None:
         started = time.perf_counter()
         try:

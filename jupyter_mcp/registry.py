@@ -9,6 +9,7 @@ result window the caller asked for.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import copy
 import functools
 import inspect
@@ -66,7 +67,8 @@ class Tool:
     required: list[str] = field(default_factory=list)
     title: str | None = None
     read_only: bool = False
-    destructive: bool = False
+    # None means MCP's own default: a tool that writes may destroy (overwrite, run commands).
+    destructive: bool | None = None
     idempotent: bool = False
     open_world: bool = False
     # Extra fields are refused unless the tool passes them through (grouped tools do).
@@ -105,7 +107,9 @@ class Tool:
         return {
             "title": self.title or self.name.replace("_", " ").capitalize(),
             "readOnlyHint": self.read_only,
-            "destructiveHint": self.destructive,
+            "destructiveHint": (
+                self.destructive if self.destructive is not None else not self.read_only
+            ),
             "idempotentHint": self.idempotent,
             "openWorldHint": self.open_world,
         }
@@ -431,7 +435,13 @@ def _non_finite_number(arguments: dict[str, Any]) -> tuple[str, float] | None:
 
 
 async def run_tool(tool: Tool, ctx: ToolContext, arguments: dict[str, Any]) -> Any:
-    """Run the tool's function: coroutines on the loop, plain functions in a worker thread."""
+    """Run the tool's function: coroutines on the loop, plain functions in a worker thread.
+
+    Threads come from the context's own executor when it has one: tools that wait on git,
+    jedi or search workers hold a thread for seconds, and must not starve asyncio's default
+    pool, which the server needs for DNS look-ups and its own file work.
+    """
     if inspect.iscoroutinefunction(tool.fn):
         return await tool.fn(ctx, **arguments)
-    return await asyncio.to_thread(functools.partial(tool.fn, ctx, **arguments))
+    call = functools.partial(contextvars.copy_context().run, tool.fn, ctx, **arguments)
+    return await asyncio.get_running_loop().run_in_executor(ctx.executor, call)

@@ -267,3 +267,31 @@ async def test_result_over_limit_asks_for_windows(jp_fetch, jp_root_dir, mcp_app
         mcp_app.max_result_bytes = 16 * 1024 * 1024
     assert "resultStart" in answer["error"]
     assert len(windowed["status"]) == 500
+
+
+async def test_tool_calls_need_execute_permission(jp_fetch, jp_serverapp, jp_root_dir):
+    from jupyter_server.auth.authorizer import Authorizer
+
+    class NoExecute(Authorizer):
+        def is_authorized(self, handler, user, action, resource):
+            return not (resource == "mcp" and action == "execute")
+
+    settings = jp_serverapp.web_app.settings
+    original = settings["authorizer"]
+    settings["authorizer"] = NoExecute(
+        parent=jp_serverapp, identity_provider=original.identity_provider
+    )
+    try:
+        listed = await jp_fetch("mcp", "list_tools")
+        with pytest.raises(HTTPClientError) as e:
+            await jp_fetch(
+                "mcp",
+                "create_new_file_with_text",
+                method="POST",
+                body=json.dumps({"pathInProject": "x.txt", "text": "x"}),
+            )
+    finally:
+        settings["authorizer"] = original
+    assert listed.code == 200
+    assert e.value.code == 403
+    assert not (jp_root_dir / "x.txt").exists()

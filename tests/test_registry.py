@@ -157,3 +157,26 @@ def test_unexpected_exceptions_become_tool_errors(ctx):
 
     with pytest.raises(ToolError, match="broken failed unexpectedly: KeyError"):
         run(Registry(tools).call("broken", {}, ctx))
+
+
+def test_writing_tools_are_destructive_unless_they_only_add():
+    from jupyter_mcp.tools import builtin_tools
+
+    hints = {t.name: t.annotations["destructiveHint"] for t in builtin_tools()}
+    for name in (
+        "rewrite_file_content",
+        "replace_specific_text",
+        "run_command_on_background",
+        "execute_terminal_command",
+        "pull_changes",
+        "switch_branch",
+    ):
+        assert hints[name] is True, name
+    for name in (
+        "create_new_file_with_text",
+        "append_file_content",
+        "commit_changes",
+        "get_file_text_by_path",
+        "toggle_debugger_breakpoint",
+    ):
+        assert hints[name] is False, name

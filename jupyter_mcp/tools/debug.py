@@ -44,6 +44,7 @@ def breakpoint_store(ctx: ToolContext) -> BreakpointStore:
     },
     required=["pathInProject", "line"],
     title="Toggle breakpoint",
+    destructive=False,  # adds, never overwrites
 )
 def toggle_debugger_breakpoint(ctx: ToolContext, pathInProject: str, line: int) -> str:
     """Add or remove the breakpoint at ``pathInProject``:``line``."""

@@ -89,6 +89,7 @@ def rewrite_file_content(ctx: ToolContext, pathInProject: str, text: str) -> dic
     {"pathInProject": PATH, "text": {"type": "string", "description": "The file's content."}},
     required=["pathInProject", "text"],
     title="Create file",
+    destructive=False,  # adds, never overwrites
 )
 def create_new_file_with_text(ctx: ToolContext, pathInProject: str, text: str) -> dict[str, Any]:
     """Create the file; an existing file is an error."""
@@ -230,6 +231,7 @@ def replace_file_content_at_position(
     {"pathInProject": PATH, "text": {"type": "string", "description": "Text to append."}},
     required=["pathInProject", "text"],
     title="Append to file",
+    destructive=False,  # adds, never overwrites
 )
 def append_file_content(ctx: ToolContext, pathInProject: str, text: str) -> dict[str, Any]:
     """Append ``text`` under the file's lock, so concurrent appends all land."""

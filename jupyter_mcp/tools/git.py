@@ -2,12 +2,17 @@
 
 The git work lives in :mod:`jupyter_mcp.git_repo`; these declarations open the repository
 (holding its lock), call one operation and tell open editors about files a branch switch,
-pull or merge changed. Every function is plain, so the registry runs it in a worker thread.
+pull or merge changed. Before such an operation rewrites files, :func:`_protect_files` refuses
+it when one of them has unsaved edits in JupyterLab and holds those files' locks meanwhile.
+Every function is plain, so the registry runs it in a worker thread.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+import functools
+from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 from ..context import ToolContext
@@ -26,8 +31,40 @@ PATH = {
 }
 
 
+@contextlib.contextmanager
+def _protect_files(ctx: ToolContext, paths: list[Path]) -> Iterator[None]:
+    """Hold the file locks of ``paths`` and refuse when one has unsaved edits in JupyterLab.
+
+    A branch switch, pull or merge calls this with the files it is about to rewrite, before
+    touching any: an editor with unsaved changes would otherwise skip the reload and its next
+    save would silently put the old version back. The locks (taken in sorted order, as
+    :func:`~jupyter_mcp.code_client.apply_changes` does) keep file tools from writing one of
+    them while git does.
+    """
+    resolved: set[Path] = set()
+    for path in paths:
+        try:
+            resolved.add(ctx.resolve(str(path)))
+        except ToolError:
+            continue  # a link that leads outside the root: not a file the tools edit
+    with contextlib.ExitStack() as stack:
+        for path in sorted(resolved, key=str):
+            stack.enter_context(ctx.locks(path))
+        guard = ctx.services.get("before_file_write")
+        if guard is not None:
+            for path in sorted(resolved, key=str):
+                try:
+                    guard(path)
+                except ToolError as e:
+                    raise ToolError(
+                        f"{e.message}. The git operation would rewrite it, so nothing was changed"
+                    ) from e
+        yield
+
+
 def _with_repo(ctx: ToolContext, work: Callable[[GitProject], Any]) -> Any:
-    with open_repository(ctx.root_dir) as repo:
+    protect = functools.partial(_protect_files, ctx)
+    with open_repository(ctx.root_dir, protect) as repo:
         result = work(repo)
     if isinstance(result, dict):
         for path in result.pop("_changed", []):
@@ -162,6 +199,7 @@ def get_commit_details(ctx: ToolContext, commitHash: str) -> dict[str, Any]:
     },
     required=["message"],
     title="Commit changes",
+    destructive=False,  # adds, never overwrites
 )
 def commit_changes(
     ctx: ToolContext, message: str, files: list[str] | None = None
@@ -218,6 +256,7 @@ def switch_branch(ctx: ToolContext, branch: str) -> dict[str, Any]:
     },
     required=["branch"],
     title="Create branch",
+    destructive=False,  # adds, never overwrites
 )
 def create_branch(ctx: ToolContext, branch: str, checkout: bool = False) -> dict[str, Any]:
     """``{"success": true, "branch": ..., "checkedOut": ...}``."""
