@@ -8,7 +8,7 @@ the server's GIL, so the event loop stays responsive while searches run. :class:
 runs the same code in-process (tests, or when no child can be started).
 
 Wire format between server and worker: frames of a 4-byte big-endian length and UTF-8 JSON;
-``{"op", "args", "maxFileBytes"}`` one way, ``{"result"}`` or ``{"error"}`` back.
+``{"op", "args", "maxFileBytes", "cacheBytes"}`` one way, ``{"result"}`` or ``{"error"}`` back.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from typing import IO, Any
 import pathspec
 
 from .errors import ToolError
-from .search_index import FileEntry, ProjectIndex
+from .search_index import DEFAULT_CACHE_BYTES, FileEntry, ProjectIndex
 
 DEFAULT_MAX_RESULTS = 1000
 PREVIEW_CHARS = 200
@@ -153,16 +153,15 @@ def _selected(
     return exclude is None or not exclude.match_file(entry.rel)
 
 
-def truncated(limit: int, what: str) -> dict[str, Any]:
-    """The entry that ends a result cut at ``limit``."""
-    return {
-        "truncated": True,
-        "maxResults": limit,
-        "message": (
-            f"Stopped after {limit} {what}; narrow the search (include/exclude) or raise "
-            "maxResults to see more"
-        ),
-    }
+def mark_truncated(results: list[dict[str, Any]], limit: int) -> None:
+    """Flag a result cut at ``limit``: its last entry gets ``truncated`` and ``maxResults``.
+
+    The spec's result is an array of files, so the flag rides on the last real entry rather
+    than on an extra entry without a path.
+    """
+    if results:
+        results[-1]["truncated"] = True
+        results[-1]["maxResults"] = limit
 
 
 def _candidates(index: ProjectIndex, query: Query) -> Iterator[tuple[FileEntry, str, str | None]]:
@@ -211,8 +210,8 @@ def search_content(
     for entry, text, lowered in _candidates(index, query):
         if (include_spec or exclude_spec) and not _selected(entry, include_spec, exclude_spec):
             continue
-        if remaining == 0:
-            results.append(truncated(maxResults, "matches"))
+        if remaining == 0:  # another file matches: the result was cut
+            mark_truncated(results, maxResults)
             break
         matches, more = locate(text, query.spans(text, lowered), remaining)
         if not matches:
@@ -220,7 +219,7 @@ def search_content(
         results.append({"path": entry.rel, "absolutePath": entry.path, "matches": matches})
         remaining -= len(matches)
         if more:
-            results.append(truncated(maxResults, "matches"))
+            mark_truncated(results, maxResults)
             break
     return results
 
@@ -248,7 +247,7 @@ def find_names(
         for *_, entry in ranked[:maxResults]
     ]
     if len(ranked) > maxResults:
-        results.append(truncated(maxResults, "files"))
+        mark_truncated(results, maxResults)
     return results
 
 
@@ -264,10 +263,20 @@ OPERATIONS: dict[str, Callable[..., list[dict[str, Any]]]] = {
 class LocalSearch:
     """Runs searches in the calling thread over an index of this process."""
 
-    def __init__(self, root: Path | str, max_file_bytes: int, **index_options: Any) -> None:
+    def __init__(
+        self,
+        root: Path | str,
+        max_file_bytes: int,
+        *,
+        cache_bytes: int = DEFAULT_CACHE_BYTES,
+        **index_options: Any,
+    ) -> None:
         self.root = Path(os.path.realpath(root))
         self.max_file_bytes = max_file_bytes
-        self.index = ProjectIndex(self.root, max_file_bytes=max_file_bytes, **index_options)
+        self.cache_bytes = cache_bytes
+        self.index = ProjectIndex(
+            self.root, max_file_bytes=max_file_bytes, cache_bytes=cache_bytes, **index_options
+        )
         self._lock = threading.Lock()
 
     def run(self, op: str, args: dict[str, Any]) -> Any:
@@ -311,9 +320,17 @@ class WorkerSearch:
     regular expression that backtracks without end, say) kills the child and fails.
     """
 
-    def __init__(self, root: Path | str, max_file_bytes: int, *, timeout: float = 120.0) -> None:
+    def __init__(
+        self,
+        root: Path | str,
+        max_file_bytes: int,
+        *,
+        cache_bytes: int = DEFAULT_CACHE_BYTES,
+        timeout: float = 120.0,
+    ) -> None:
         self.root = Path(os.path.realpath(root))
         self.max_file_bytes = max_file_bytes
+        self.cache_bytes = cache_bytes
         self.timeout = timeout
         self._proc: subprocess.Popen[bytes] | None = None
         self._lock = threading.Lock()
@@ -340,7 +357,12 @@ class WorkerSearch:
 
     def run(self, op: str, args: dict[str, Any]) -> Any:
         """Send one operation to the child and return its result (or raise its ToolError)."""
-        request = {"op": op, "args": args, "maxFileBytes": self.max_file_bytes}
+        request = {
+            "op": op,
+            "args": args,
+            "maxFileBytes": self.max_file_bytes,
+            "cacheBytes": self.cache_bytes,
+        }
         with self._lock:
             if self._closed:
                 raise ToolError("The server is shutting down; search is not available")
@@ -409,10 +431,11 @@ def serve(root: str, requests: IO[bytes], answers: IO[bytes]) -> None:
             break
         try:
             limit = int(request["maxFileBytes"])
-            if index is None or index.max_file_bytes != limit:
+            budget = int(request.get("cacheBytes", DEFAULT_CACHE_BYTES))
+            if index is None or index.max_file_bytes != limit or index.cache_bytes != budget:
                 if index is not None:
                     index.close()
-                index = ProjectIndex(root, max_file_bytes=limit)
+                index = ProjectIndex(root, max_file_bytes=limit, cache_bytes=budget)
             index.refresh()
             answer: dict[str, Any] = {"result": OPERATIONS[request["op"]](index, **request["args"])}
         except ToolError as e:

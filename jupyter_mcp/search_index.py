@@ -1,12 +1,9 @@
 """The project walk behind search: which files count, and an in-memory cache of their text.
 
-What counts as a project file is what ripgrep and git would search: ``.gitignore`` files (at
-the root, in sub-folders and in the folders above the root up to the repository top, with
-negation) and ``.git/info/exclude`` are honoured; VCS folders (``.git``, ``.hg``, ``.svn`` …)
-and Jupyter's ``.ipynb_checkpoints`` are skipped; so are binary files (a NUL byte in the first
-block) and files over the size limit. Symlinks are never descended: a symlinked folder is
-skipped (so a link loop cannot trap the walk) and a symlinked file counts only when its target
-is a regular file inside the root. Notebooks are indexed as their percent-format text view.
+What counts as a project file is decided by :mod:`jupyter_mcp.project_walk` (ignore rules,
+VCS folders, symlinks), the same walk code analysis and run configurations use; search also
+leaves out binary files (a NUL byte in the first block) and files over the size limit.
+Notebooks are indexed as their percent-format text view.
 
 The :class:`ProjectIndex` keeps every searchable file's text in memory so that a search is a
 scan of strings, not a read of thousands of files. On Linux it watches every indexed folder
@@ -18,28 +15,30 @@ inotify is not available (or its limits are reached) every refresh re-stats the 
 from __future__ import annotations
 
 import contextlib
-import ctypes
-import ctypes.util
 import errno
 import logging
 import os
-import struct
 import sys
 import threading
 import time
-import weakref
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import pathspec
-
 from .errors import ToolError
+from .project_walk import (
+    IGNORE_FILE,
+    IgnoreRules,
+    classify,
+    folder_rules,
+    outer_rule_files,
+    root_rules,
+)
 
-#: Folders never walked: version control data and Jupyter's checkpoint copies.
-SKIPPED_DIRS = frozenset({".git", ".hg", ".svn", ".bzr", "_darcs", ".jj", ".ipynb_checkpoints"})
-IGNORE_FILE = ".gitignore"
 _SNIFF = 8192
+#: Default budget of the in-memory text cache (``JupyterMCP.search_cache_bytes``), counted in
+#: characters of cached text (a character of ASCII text is a byte of the file).
+DEFAULT_CACHE_BYTES = 256 * 1024 * 1024
 #: Characters that re.IGNORECASE matches with an ASCII letter but that ``str.lower`` does not
 #: turn into that letter alone (ſ → s; ı and İ → i).
 FOLD_SPECIALS = "ſıİ"
@@ -50,60 +49,6 @@ _RACY_NS = 50_000_000
 log = logging.getLogger("jupyter_mcp.search")
 
 
-# --------------------------------------------------------------------------- ignore rules
-
-
-@dataclass(frozen=True)
-class _Rule:
-    """One ignore file: its patterns and how a root-relative path maps onto its folder."""
-
-    spec: pathspec.GitIgnoreSpec
-    #: The rule file's folder relative to the root ("" for the root itself).
-    base: str = ""
-    #: For a rule file above the root: the root's path relative to the rule file's folder.
-    outer: str = ""
-
-    def check(self, rel: str, is_dir: bool) -> bool | None:
-        """True (ignored), False (re-included by ``!``) or None (no pattern matched)."""
-        if self.base:
-            if not rel.startswith(self.base + "/"):
-                return None
-            rel = rel[len(self.base) + 1 :]
-        key = self.outer + rel + ("/" if is_dir else "")
-        return self.spec.check_file(key).include
-
-
-class IgnoreRules:
-    """The ignore files in force for a folder, lowest precedence first."""
-
-    def __init__(self, rules: tuple[_Rule, ...] = ()) -> None:
-        self.rules = rules
-
-    def ignored(self, rel: str, is_dir: bool) -> bool:
-        """Whether the root-relative ``rel`` is ignored; the deepest matching rule decides."""
-        for rule in reversed(self.rules):
-            verdict = rule.check(rel, is_dir)
-            if verdict is not None:
-                return verdict
-        return False
-
-    def with_rule(self, rule: _Rule | None) -> IgnoreRules:
-        """These rules plus ``rule`` (deeper, so it takes precedence)."""
-        return self if rule is None else IgnoreRules((*self.rules, rule))
-
-
-def _read_rule(path: str, base: str = "", outer: str = "") -> _Rule | None:
-    try:
-        with open(path, "rb") as f:
-            data = f.read(4 * 1024 * 1024)
-    except OSError:
-        return None
-    lines = data.decode("utf-8", "replace").splitlines()
-    if not any(line.strip() and not line.startswith("#") for line in lines):
-        return None
-    return _Rule(pathspec.GitIgnoreSpec.from_lines(lines), base, outer)
-
-
 def _stamp_of(path: str) -> tuple[int, int, int] | None:
     try:
         st = os.stat(path)
@@ -112,128 +57,50 @@ def _stamp_of(path: str) -> tuple[int, int, int] | None:
     return (st.st_mtime_ns, st.st_size, st.st_ino)
 
 
-def _git_dir(folder: Path) -> Path | None:
-    """The git directory of a repository whose work tree top is ``folder``, if it is one."""
-    dot_git = folder / ".git"
-    if dot_git.is_dir():
-        return dot_git
-    if dot_git.is_file():  # worktrees and submodules: "gitdir: <path>"
-        with contextlib.suppress(OSError, UnicodeDecodeError):
-            line = dot_git.read_text("utf-8").strip()
-            if line.startswith("gitdir:"):
-                target = Path(line[len("gitdir:") :].strip())
-                return target if target.is_absolute() else (folder / target).resolve()
-    return None
-
-
-def outer_rule_files(root: Path) -> list[tuple[str, str]]:
-    """Ignore files that apply from outside the walk, lowest precedence first.
-
-    Those are ``info/exclude`` of the repository that holds ``root`` and the ``.gitignore``
-    files of the folders between that repository's top and ``root``; each comes with the
-    root's path relative to the file's folder (the prefix its patterns see).
-    """
-    top = None
-    for folder in (root, *root.parents):
-        if (folder / ".git").exists():
-            top = folder
-            break
-    if top is None:
-        return []
-    found: list[tuple[str, str]] = []
-    git_dir = _git_dir(top)
-    if git_dir is not None:
-        found.append((str(git_dir / "info" / "exclude"), _prefix(top, root)))
-    for folder in reversed(root.parents):
-        if folder == top or top in folder.parents:
-            found.append((str(folder / IGNORE_FILE), _prefix(folder, root)))
-    return found
-
-
-def _prefix(folder: Path, root: Path) -> str:
-    rel = root.relative_to(folder).as_posix()
-    return "" if rel == "." else rel + "/"
-
-
 # --------------------------------------------------------------------------- inotify
 
+try:  # Linux only (a dependency there); elsewhere every refresh re-stats the tree
+    from inotify_simple import INotify
+    from inotify_simple import flags as _in
+except ImportError:  # pragma: no cover - not Linux, or not installed
+    INotify = None  # type: ignore[assignment,misc]
+    _in = None  # type: ignore[assignment]
 
-_IN_MODIFY = 0x2
-_IN_ATTRIB = 0x4
-_IN_CLOSE_WRITE = 0x8
-_IN_MOVED_FROM = 0x40
-_IN_MOVED_TO = 0x80
-_IN_CREATE = 0x100
-_IN_DELETE = 0x200
-_IN_DELETE_SELF = 0x400
-_IN_MOVE_SELF = 0x800
-_IN_Q_OVERFLOW = 0x4000
-_IN_IGNORED = 0x8000
-_IN_ONLYDIR = 0x01000000
-_IN_DONT_FOLLOW = 0x02000000
-_IN_EXCL_UNLINK = 0x04000000
-_WATCH_MASK = (
-    _IN_MODIFY
-    | _IN_ATTRIB
-    | _IN_CLOSE_WRITE
-    | _IN_MOVED_FROM
-    | _IN_MOVED_TO
-    | _IN_CREATE
-    | _IN_DELETE
-    | _IN_DELETE_SELF
-    | _IN_MOVE_SELF
-    | _IN_ONLYDIR
-    | _IN_DONT_FOLLOW
-    | _IN_EXCL_UNLINK
-)
-_EVENT = struct.Struct("iIII")
+if _in is not None:
+    _IN_Q_OVERFLOW = int(_in.Q_OVERFLOW)
+    _IN_IGNORED = int(_in.IGNORED)
+    _IN_GONE = int(_in.DELETE_SELF | _in.MOVE_SELF)
+    _WATCH_MASK = int(
+        _in.MODIFY
+        | _in.ATTRIB
+        | _in.CLOSE_WRITE
+        | _in.MOVED_FROM
+        | _in.MOVED_TO
+        | _in.CREATE
+        | _in.DELETE
+        | _in.DELETE_SELF
+        | _in.MOVE_SELF
+        | _in.ONLYDIR
+        | _in.DONT_FOLLOW
+        | _in.EXCL_UNLINK
+    )
 
 
-class Inotify:
-    """A minimal non-blocking inotify instance (Linux), read only when the index refreshes."""
+def open_events() -> INotify:
+    """A new inotify instance (close it when done); OSError where inotify is not available."""
+    if INotify is None or not sys.platform.startswith("linux"):
+        raise OSError(errno.ENOSYS, "inotify is not available on this system")
+    return INotify()
 
-    def __init__(self) -> None:
-        if not sys.platform.startswith("linux"):
-            raise OSError(errno.ENOSYS, "inotify is Linux only")
-        self._libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
-        fd = self._libc.inotify_init1(os.O_NONBLOCK | os.O_CLOEXEC)
-        if fd < 0:
-            err = ctypes.get_errno()
-            raise OSError(err, os.strerror(err))
-        self.fd = fd
-        self._closer = weakref.finalize(self, os.close, fd)
 
-    def add(self, path: str) -> int:
-        """Watch the folder ``path``; returns its watch descriptor."""
-        wd = self._libc.inotify_add_watch(self.fd, os.fsencode(path), _WATCH_MASK)
-        if wd < 0:
-            err = ctypes.get_errno()
-            raise OSError(err, os.strerror(err), path)
-        return int(wd)
-
-    def remove(self, wd: int) -> None:
-        """Stop watching ``wd`` (a no-op if the kernel already dropped it)."""
-        self._libc.inotify_rm_watch(self.fd, wd)
-
-    def read(self) -> list[tuple[int, int, str]]:
-        """Every pending event as ``(wd, mask, name)``, without waiting."""
-        events: list[tuple[int, int, str]] = []
-        while True:
-            try:
-                data = os.read(self.fd, 1 << 18)
-            except BlockingIOError:
-                return events
-            offset = 0
-            while offset < len(data):
-                wd, mask, _cookie, size = _EVENT.unpack_from(data, offset)
-                offset += _EVENT.size
-                name = data[offset : offset + size].rstrip(b"\0")
-                offset += size
-                events.append((wd, mask, os.fsdecode(name)))
-
-    def close(self) -> None:
-        """Close the instance; the kernel drops all its watches."""
-        self._closer()
+def _pending(events: INotify) -> list[tuple[int, int, str]]:
+    """Every event queued on ``events`` as ``(wd, mask, name)``, without waiting."""
+    found: list[tuple[int, int, str]] = []
+    while True:
+        batch = events.read(timeout=0)
+        if not batch:
+            return found
+        found.extend((e.wd, e.mask, e.name) for e in batch)
 
 
 # --------------------------------------------------------------------------- the index
@@ -289,7 +156,7 @@ class ProjectIndex:
         root: Path | str,
         *,
         max_file_bytes: int = 8 * 1024 * 1024,
-        cache_bytes: int = 1024 * 1024 * 1024,
+        cache_bytes: int = DEFAULT_CACHE_BYTES,
         use_events: bool = True,
     ) -> None:
         self.root = Path(os.path.realpath(root))
@@ -297,7 +164,7 @@ class ProjectIndex:
         self.cache_bytes = cache_bytes
         self._use_events = use_events
         self._lock = threading.RLock()
-        self._inotify: Inotify | None = None
+        self._inotify: INotify | None = None
         self._wds: dict[int, _Dir] = {}
         self._top: _Dir | None = None
         self._outer: list[tuple[str, str]] = []
@@ -417,14 +284,12 @@ class ProjectIndex:
         self._stop_events()
         if self._use_events and not self._closed:
             try:
-                self._inotify = Inotify()
+                self._inotify = open_events()
             except OSError as e:
                 log.info("search index: no file events (%s); using stat checks", e)
         self._outer = outer_rule_files(self.root)
         self._outer_stamps = [_stamp_of(p) for p, _ in self._outer]
-        rules = IgnoreRules()
-        for path, outer in self._outer:
-            rules = rules.with_rule(_read_rule(path, outer=outer))
+        rules = root_rules(self._outer)
         self._links.clear()
         self._racy.clear()
         self._unloaded.clear()
@@ -443,7 +308,7 @@ class ProjectIndex:
         if self._inotify is None:
             return
         try:
-            node.wd = self._inotify.add(node.path)
+            node.wd = self._inotify.add_watch(node.path, _WATCH_MASK)
         except OSError as e:
             if e.errno in (errno.ENOENT, errno.ENOTDIR):
                 return  # gone already; its parent's event will tell
@@ -479,31 +344,18 @@ class ProjectIndex:
         for item in listing:
             name = item.name
             rel = prefix + name
-            try:
-                if item.is_dir(follow_symlinks=False):
-                    if name in SKIPPED_DIRS or rules.ignored(rel, True):
-                        continue
-                    seen_dirs.add(name)
-                    if name not in node.dirs:
-                        child = _Dir(rel=rel, path=item.path, rules=rules)
-                        node.dirs[name] = child
-                        self._scan(child, previous)
-                    continue
-                if item.is_symlink():
-                    target = os.path.realpath(item.path)
-                    if not _inside(self.root, target) or not os.path.isfile(target):
-                        continue  # links out of the root, dangling links and folder links
-                    link = True
-                    st = os.stat(target)
-                elif item.is_file(follow_symlinks=False):
-                    link = False
-                    st = item.stat(follow_symlinks=False)
-                else:
-                    continue  # sockets, fifos, devices: never opened
-            except OSError:
+            member = classify(self.root, item, rel, rules)
+            if member is None:
                 continue
-            if rules.ignored(rel, False):
+            if member.is_dir:
+                seen_dirs.add(name)
+                if name not in node.dirs:
+                    child = _Dir(rel=rel, path=item.path, rules=rules)
+                    node.dirs[name] = child
+                    self._scan(child, previous)
                 continue
+            link, st = member.link, member.stat
+            assert st is not None
             seen_files.add(name)
             stamp = (st.st_mtime_ns, st.st_size, st.st_ino)
             entry = node.files.get(name)
@@ -530,16 +382,11 @@ class ProjectIndex:
             self._drop_dir(node.dirs.pop(name))
 
     def _rules_for(self, node: _Dir) -> IgnoreRules:
-        parent_rules = self._parent_rules(node)
-        own = _read_rule(os.path.join(node.path, IGNORE_FILE), base=node.rel)
-        return parent_rules.with_rule(own)
+        return folder_rules(self._parent_rules(node), node.path, node.rel)
 
     def _parent_rules(self, node: _Dir) -> IgnoreRules:
         if node is self._top or not node.rel:
-            rules = IgnoreRules()
-            for path, outer in self._outer:
-                rules = rules.with_rule(_read_rule(path, outer=outer))
-            return rules
+            return root_rules(self._outer)
         parent = self._find_dir(node.rel.rpartition("/")[0])
         return parent.rules if parent is not None else IgnoreRules()
 
@@ -557,7 +404,8 @@ class ProjectIndex:
         if node.wd is not None and self._wds.get(node.wd) is node:
             del self._wds[node.wd]
             if self._inotify is not None:
-                self._inotify.remove(node.wd)
+                with contextlib.suppress(OSError):  # the kernel may have dropped it already
+                    self._inotify.rm_watch(node.wd)
         for entry in node.files.values():
             self._forget(entry)
         for child in node.dirs.values():
@@ -589,7 +437,7 @@ class ProjectIndex:
     def _apply_events(self) -> None:
         assert self._inotify is not None
         try:
-            events = self._inotify.read()
+            events = _pending(self._inotify)
         except OSError as e:
             log.warning("search index: reading file events failed (%s); rebuilding", e)
             self._build()
@@ -608,7 +456,7 @@ class ProjectIndex:
                 continue
             if node is None or not node.alive:
                 continue
-            if mask & (_IN_DELETE_SELF | _IN_MOVE_SELF):
+            if mask & _IN_GONE:
                 if node is self._top:
                     self._build()
                     return
@@ -674,11 +522,6 @@ class ProjectIndex:
             current = stack.pop()
             yield from current.files.values()
             stack.extend(current.dirs.values())
-
-
-def _inside(root: Path, target: str) -> bool:
-    root_text = str(root)
-    return target == root_text or target.startswith(root_text.rstrip(os.sep) + os.sep)
 
 
 def read_searchable(path: str, name: str, size: int, max_bytes: int) -> tuple[str, str | None]:

@@ -15,7 +15,7 @@ import pytest
 from jupyter_mcp.context import ToolContext
 from jupyter_mcp.errors import ToolError
 from jupyter_mcp.search_engine import LocalSearch, WorkerSearch
-from jupyter_mcp.search_index import Inotify, ProjectIndex
+from jupyter_mcp.search_index import ProjectIndex, open_events
 from jupyter_mcp.tools.search import search_in_files_content
 
 LIMIT = 64 * 1024
@@ -24,7 +24,7 @@ LIMIT = 64 * 1024
 def inotify_usable() -> bool:
     """False where the kernel refuses an inotify instance (not Linux, or the limit is hit)."""
     try:
-        Inotify().close()
+        open_events().close()
     except OSError:
         return False
     return True
@@ -56,7 +56,8 @@ def write(root: Path, rel: str, text: str | bytes) -> Path:
 
 
 def paths(status: list[dict[str, Any]]) -> list[str]:
-    return [entry["path"] for entry in status if "path" in entry]
+    # Every entry is a file: a client may read entry["path"] without checking.
+    return [entry["path"] for entry in status]
 
 
 def notebook(*cells: tuple[str, str]) -> str:
@@ -226,21 +227,29 @@ async def test_max_results_cuts_and_says_so(ok, jp_root_dir):
     write(jp_root_dir, "a.txt", "x\nx\nx\n")
     write(jp_root_dir, "b.txt", "x\n")
     write(jp_root_dir, "c.txt", "x\n")
-    # Under the limit: no marker
-    status = await ok("search_in_files_content", searchText="x", maxResults=5)
-    assert paths(status) == ["a.txt", "b.txt", "c.txt"]
-    assert all("truncated" not in entry for entry in status)
-    # Cut inside a file
+    # Under the limit (or exactly at it): no flag
+    for limit in (5, 6):
+        status = await ok("search_in_files_content", searchText="x", maxResults=limit)
+        assert paths(status) == ["a.txt", "b.txt", "c.txt"]
+        assert all("truncated" not in entry and "maxResults" not in entry for entry in status)
+    # Cut inside a file: every entry is a file, the last one carries the flag
     status = await ok("search_in_files_content", searchText="x", maxResults=2)
     assert paths(status) == ["a.txt"]
     assert len(status[0]["matches"]) == 2
     assert status[-1]["truncated"] is True and status[-1]["maxResults"] == 2
     # Cut exactly at a file boundary: the next file with a match is what was cut
     status = await ok("search_in_files_content", searchText="x", maxResults=4)
-    assert paths(status) == ["a.txt", "b.txt"] and status[-1]["truncated"] is True
-    # Name search has the same flag
+    assert paths(status) == ["a.txt", "b.txt"]
+    assert "truncated" not in status[0]
+    assert status[1]["truncated"] is True and status[1]["maxResults"] == 4
+    assert len(status[1]["matches"]) == 1
+    # Name search flags its last entry the same way, and not when nothing was cut
     status = await ok("find_files_by_name_substring", nameSubstring=".txt", maxResults=2)
-    assert len(paths(status)) == 2 and status[-1]["truncated"] is True
+    assert paths(status) == ["a.txt", "b.txt"]
+    assert "truncated" not in status[0]
+    assert status[1]["truncated"] is True and status[1]["maxResults"] == 2
+    status = await ok("find_files_by_name_substring", nameSubstring=".txt", maxResults=3)
+    assert len(status) == 3 and all("truncated" not in entry for entry in status)
 
 
 async def test_unicode_text_and_names(ok, jp_root_dir):
@@ -373,20 +382,72 @@ def test_index_stays_fresh_with_and_without_events(tmp_path, use_events):
 
 
 def test_index_keeps_texts_over_budget_on_disk(tmp_path):
-    # Given a cache budget smaller than the files
+    # Given an in-process context whose cache budget is smaller than the files
     write(tmp_path, "a.txt", "needle " * 100)
     write(tmp_path, "b.txt", "needle")
     ctx = ToolContext(root_dir=tmp_path)
-    backend = LocalSearch(tmp_path, ctx.settings.search_max_file_bytes, cache_bytes=10)
-    ctx.services["search_index"] = backend
+    ctx.settings.search_cache_bytes = 10
     try:
         # Then search still reads the uncached files
         found = search_in_files_content(ctx, searchText="needle", maxResults=1000)
         assert [entry["path"] for entry in found] == ["a.txt", "b.txt"]
         assert len(found[0]["matches"]) == 100
-        assert ctx.services["search_index"] is backend
+        backend = ctx.services["search_index"]
+        assert isinstance(backend, LocalSearch) and backend.cache_bytes == 10
+        cached = {e.rel: e.text for e in backend.index.files()}
+        assert cached == {"a.txt": None, "b.txt": "needle"}
     finally:
-        backend.close()
+        ctx.services["search_index"].close()
+
+
+def test_a_small_cache_budget_gives_the_same_results_as_a_large_one(tmp_path):
+    # Given files of which only a few fit a small cache budget (ASCII and not, a notebook)
+    for i in range(12):
+        write(tmp_path, f"d{i % 3}/f{i:02}.txt", f"Needle {i}\n" + "filler line\n" * (i * 20))
+    write(tmp_path, "u.txt", "ÉCOLE needle école\n")
+    write(tmp_path, "nb.ipynb", notebook(("code", "needle = 1"), ("markdown", "NEEDLE")))
+    queries = [
+        {"searchText": "needle"},
+        {"searchText": "needle", "caseSensitive": False},
+        {"searchText": r"^Needle \d+$", "regex": True},
+        {"searchText": "école", "caseSensitive": False},
+        {"searchText": "needle", "caseSensitive": False, "maxResults": 5},
+    ]
+    small = LocalSearch(tmp_path, 1024 * 1024, cache_bytes=600)
+    large = LocalSearch(tmp_path, 1024 * 1024)
+    try:
+        for query in queries:
+            expected = large.run("content", dict(query))
+            assert expected, query
+            # Then each search, the first and a repeated one, finds the same as the big cache
+            assert small.run("content", dict(query)) == expected, query
+            assert small.run("content", dict(query)) == expected, query
+        # And most texts were left on disk: the budget held
+        cached = [e for e in small.index.files() if e.text is not None]
+        assert 0 < len(cached) < len(small.index.files()) - 3
+        assert sum(len(e.text or "") + len(e.folded or "") for e in cached) <= 600
+        # And a change to an uncached file is seen by the next search
+        write(tmp_path, "d2/f11.txt", "changed\n")
+        query = {"searchText": "Needle 11"}
+        assert small.run("content", dict(query)) == []
+    finally:
+        small.close()
+        large.close()
+
+
+async def test_cache_budget_is_a_server_setting(ok, mcp_app, jp_root_dir):
+    # Given a server whose search cache budget is set smaller than the files
+    write(jp_root_dir, "a.txt", "needle " * 200)
+    write(jp_root_dir, "b.txt", "needle\n")
+    assert mcp_app.tool_context.settings.search_cache_bytes == 256 * 1024 * 1024
+    mcp_app.search_cache_bytes = 100
+    assert mcp_app.tool_context.settings.search_cache_bytes == 100
+    # When searching, the worker runs with that budget and still finds every match
+    status = await ok("search_in_files_content", searchText="needle")
+    assert paths(status) == ["a.txt", "b.txt"]
+    assert len(status[0]["matches"]) == 200
+    backend = mcp_app.tool_context.services["search_index"]
+    assert isinstance(backend, WorkerSearch) and backend.cache_bytes == 100
 
 
 async def test_a_dead_search_worker_is_replaced(ok, mcp_app, jp_root_dir):

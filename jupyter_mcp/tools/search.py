@@ -28,15 +28,21 @@ MAX_RESULTS = {"type": "integer", "minimum": 1, "maximum": 100000, "default": DE
 
 
 def search_backend(ctx: ToolContext) -> LocalSearch | WorkerSearch:
-    """The context's search backend, made on first use (again if the size limit changed)."""
+    """The context's search backend, made on first use (again if its limits changed)."""
     limit = ctx.settings.search_max_file_bytes
+    budget = ctx.settings.search_cache_bytes
     with _service_lock:
         backend = ctx.services.get(SERVICE)
-        if backend is None or backend.root != ctx.root_dir or backend.max_file_bytes != limit:
+        if (
+            backend is None
+            or backend.root != ctx.root_dir
+            or backend.max_file_bytes != limit
+            or backend.cache_bytes != budget
+        ):
             if backend is not None:
                 backend.close()
             maker = WorkerSearch if ctx.serverapp is not None else LocalSearch
-            backend = ctx.services[SERVICE] = maker(ctx.root_dir, limit)
+            backend = ctx.services[SERVICE] = maker(ctx.root_dir, limit, cache_bytes=budget)
     return backend
 
 
@@ -50,8 +56,8 @@ def search_backend(ctx: ToolContext) -> LocalSearch | WorkerSearch:
     "and case-sensitive. Returns an array with one entry per file, sorted by path: {path "
     "(relative, '/' separators), absolutePath, matches: [{line (1-based), column (0-based, "
     "characters), preview (the matching line)}]} — for notebooks, lines of the percent-format "
-    "text. When maxResults matches were reached, the array ends with one extra entry "
-    "{truncated: true, maxResults, message} that has no path.",
+    "text. When results were cut at maxResults, the last entry carries truncated: true (and "
+    "maxResults); narrow the search (include/exclude) or raise maxResults to see more.",
     {
         "searchText": {
             "type": "string",
@@ -120,8 +126,7 @@ def search_in_files_content(
     "listed too. Sorted by relevance: exact name first, then names starting with the "
     "substring, then the rest; within each, shorter paths first. Each entry: {path (relative, "
     "'/' separators), name, directory (relative, '' for the root), absolutePath}. When "
-    "maxResults files were reached, the array ends with one {truncated: true, maxResults, "
-    "message} entry.",
+    "results were cut at maxResults, the last entry carries truncated: true (and maxResults).",
     {
         "nameSubstring": {
             "type": "string",
