@@ -29,7 +29,7 @@ from typing import Any
 
 from .errors import ToolError
 from .notebook_text import notebook_view, read_notebook
-from .paths import is_inside
+from .paths import check_os_limits, is_inside
 
 try:
     import git
@@ -211,6 +211,7 @@ class GitProject:
             raise ToolError("pathInProject must be a string")
         if "\x00" in path_in_project:
             raise ToolError("pathInProject must not contain NUL characters")
+        check_os_limits(self.root, path_in_project)
         raw = path_in_project.strip().replace("\\", "/") if os.sep == "/" else path_in_project
         given = Path(raw)
         candidate = Path(os.path.normpath(given if given.is_absolute() else self.root / given))

@@ -18,6 +18,7 @@ def resolve_in_root(root: Path, path_in_project: str, *, must_exist: bool = Fals
         raise ToolError("pathInProject must be a string")
     if "\x00" in path_in_project:
         raise ToolError("pathInProject must not contain NUL characters")
+    check_os_limits(root, path_in_project)
     raw = path_in_project.strip()
     if raw in ("", "/", ".", "./"):
         candidate = root
@@ -30,6 +31,35 @@ def resolve_in_root(root: Path, path_in_project: str, *, must_exist: bool = Fals
     if must_exist and not resolved.exists():
         raise ToolError(f"File not found: {path_in_project}")
     return resolved
+
+
+def check_os_limits(root: Path, path_in_project: str) -> None:
+    """Refuse a path the operating system cannot take: not encodable, or names too long.
+
+    Without this, such paths fail deep inside a tool with an OSError or UnicodeEncodeError.
+    """
+    try:
+        encoded = os.fsencode(path_in_project)
+    except UnicodeEncodeError as e:
+        raise ToolError(
+            f"Path contains characters that cannot be a file name (at position {e.start}): "
+            f"{path_in_project[:200]!r}"
+        ) from None
+    try:
+        name_max = os.pathconf(root, "PC_NAME_MAX")
+        path_max = os.pathconf(root, "PC_PATH_MAX")
+    except (OSError, ValueError, AttributeError):
+        name_max, path_max = 255, 4096
+    full = encoded if os.path.isabs(encoded) else os.fsencode(str(root)) + b"/" + encoded
+    if len(full) >= path_max:
+        raise ToolError(f"Path is longer than the file system allows ({path_max} bytes)")
+    for part in encoded.replace(b"\\", b"/").split(b"/"):
+        if len(part) > name_max:
+            shown = os.fsdecode(part[:40])
+            raise ToolError(
+                f"Path has a name of {len(part)} bytes, over the file system's limit of "
+                f"{name_max}: {shown}…"
+            )
 
 
 def is_inside(root: Path, path: Path) -> bool:
