@@ -135,6 +135,14 @@ def write_text(
     :func:`~jupyter_mcp.notebook_text.apply_view`) or, with ``create``, becomes a new one.
     The caller holds the file's lock.
     """
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as e:
+        # JSON may carry "\ud800"-style escapes that no UTF-8 file can hold.
+        raise ToolError(
+            f"Cannot write {shown}: the text has an unpaired surrogate U+{ord(text[e.start]):04X} "
+            f"at character {e.start}, which UTF-8 cannot encode; nothing was written"
+        ) from None
     guard = ctx.services.get("before_file_write")
     if guard is not None:
         guard(path)  # the browser bridge refuses files with unsaved edits in JupyterLab
