@@ -103,6 +103,13 @@ class ProjectTerminal:
             raise ToolError("command must not be empty")
         if "\x00" in command:
             raise ToolError("command must not contain NUL characters")
+        try:
+            command.encode("utf-8")  # what the terminal is typed in
+        except UnicodeEncodeError as e:
+            raise ToolError(
+                f"command has an unpaired surrogate U+{ord(command[e.start]):04X} at character "
+                f"{e.start}, which cannot be typed into the terminal"
+            ) from None
         term = self.ensure()
         if self.busy():
             # Typing now would feed the running program's input, not the shell.

@@ -217,16 +217,33 @@ async def run_command_on_background(
         raise ToolError("command must not be empty")
     if "\x00" in command:
         raise ToolError("command must not contain NUL characters")
+    if not _os_encodable(command):
+        raise ToolError("command has an unpaired surrogate, which cannot be passed to a process")
     _ms(timeout, "timeout", MAX_TIMEOUT_MS)
     workdir = ctx.resolve(cwd or "", must_exist=True)
     if not workdir.is_dir():
         raise ToolError(f"cwd is not a directory: {cwd}")
     for name, value in (env or {}).items():
-        if not name or "=" in name or "\x00" in name or "\x00" in value:
+        if (
+            not name
+            or "=" in name
+            or "\x00" in name
+            or "\x00" in value
+            or not (_os_encodable(name) and _os_encodable(value))
+        ):
             raise ToolError(f"Invalid environment variable name or value: {name!r}")
     return await run_shell(
         command, cwd=workdir, env=env, timeout_ms=timeout, tracker=background_commands(ctx)
     )
+
+
+def _os_encodable(text: str) -> bool:
+    """True when ``text`` can be a process argument (surrogate-escaped bytes are fine)."""
+    try:
+        os.fsencode(text)
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 @tools.tool(
