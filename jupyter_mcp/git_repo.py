@@ -21,7 +21,7 @@ import re
 import shutil
 import threading
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -77,6 +77,15 @@ _BASE_ENV = {
 
 _CONFIG = ["-c", "core.quotepath=off", "-c", "color.ui=false", "-c", "credential.interactive=never"]
 
+#: Called with the files an operation is about to rewrite, before it touches any: a context
+#: manager held across the operation (the tools check unsaved editors and take file locks).
+Protect = Callable[[list[Path]], contextlib.AbstractContextManager[Any]]
+
+
+def _unprotected(paths: list[Path]) -> contextlib.AbstractContextManager[Any]:
+    return contextlib.nullcontext()
+
+
 _locks_guard = threading.Lock()
 _locks: dict[str, threading.Lock] = {}
 
@@ -95,8 +104,12 @@ def not_a_repository(root: Path) -> ToolError:
 
 
 @contextlib.contextmanager
-def open_repository(root: Path) -> Iterator[GitProject]:
-    """The repository containing ``root``, locked for this caller until the block ends."""
+def open_repository(root: Path, protect: Protect | None = None) -> Iterator[GitProject]:
+    """The repository containing ``root``, locked for this caller until the block ends.
+
+    ``protect`` is given the files of the project a branch switch, pull or merge is about to
+    rewrite in the working tree; it may refuse (raise) before anything changed.
+    """
     root = Path(os.path.realpath(root))
     if _IMPORT_ERROR is not None:
         raise ToolError(f"Git not available: GitPython cannot run git ({_IMPORT_ERROR})")
@@ -114,7 +127,7 @@ def open_repository(root: Path) -> Iterator[GitProject]:
         if not lock.acquire(timeout=LOCK_TIMEOUT):
             raise ToolError("Git is busy: another operation on this repository did not finish")
         try:
-            yield GitProject(repo, root, worktree)
+            yield GitProject(repo, root, worktree, protect)
         finally:
             lock.release()
     finally:
@@ -153,8 +166,11 @@ def _change_type(letter: str) -> str:
 class GitProject:
     """One repository seen from the project root; use it only inside :func:`open_repository`."""
 
-    def __init__(self, repo: Any, root: Path, worktree: Path) -> None:
+    def __init__(
+        self, repo: Any, root: Path, worktree: Path, protect: Protect | None = None
+    ) -> None:
         self.repo = repo
+        self.protect: Protect = protect or _unprotected
         self.root = root
         self.worktree = worktree
         prefix = root.relative_to(worktree).as_posix()
@@ -173,6 +189,13 @@ class GitProject:
         raw: bool = False,
     ) -> GitResult:
         """Run ``git args`` in the working tree; with ``check``, a failure is a ToolError."""
+        for arg in args:
+            if "\x00" in arg or not _os_encodable(arg):
+                # A process argument cannot hold them (ValueError / UnicodeEncodeError).
+                raise ToolError(
+                    "Git arguments must not contain NUL characters or unpaired surrogates: "
+                    f"{arg[:80]!r}"
+                )
         command = ["git", *_CONFIG, *args]
         try:
             status, out, err = self.repo.git.execute(
@@ -293,7 +316,7 @@ class GitProject:
         if not isinstance(rev, str) or not rev.strip():
             raise ToolError(f"{field} must be a non-empty revision (a hash, HEAD~1, a branch …)")
         rev = rev.strip()
-        if rev.startswith("-"):
+        if rev.startswith("-") or "\x00" in rev or not _os_encodable(rev):
             raise ToolError(f"Invalid revision for {field}: {rev}")
         result = self.run("rev-parse", "--verify", f"{rev}^{{commit}}", check=False)
         if result.status != 0:
@@ -334,6 +357,24 @@ class GitProject:
         out = self.run("diff", "--name-only", "-z", "--no-renames", old, new, check=False)
         paths = []
         for name in out.stdout.split("\x00"):
+            inside = self.project_path(name) if name else None
+            if inside:
+                paths.append(self.root / inside)
+        return paths
+
+    def planned_changes(self, target: str, *, since_fork: bool = False) -> list[Path]:
+        """Files of the project the working tree changes in when it moves from HEAD to
+        ``target`` (a commit or tree); with ``since_fork``, only the files ``target`` changed
+        since it forked from HEAD (what a merge of ``target`` brings in).
+        """
+        head = self.head_commit()
+        if head is None:
+            args = ["ls-tree", "-r", "-z", "--name-only", target]
+        else:
+            span = [f"{head}...{target}"] if since_fork else [head, target]
+            args = ["diff", "--name-only", "-z", "--no-renames", *span]
+        paths = []
+        for name in self.run(*args).stdout.split("\x00"):
             inside = self.project_path(name) if name else None
             if inside:
                 paths.append(self.root / inside)
@@ -420,10 +461,13 @@ class GitProject:
         on_disk = self.worktree / path if path else self.worktree
         if path and not on_disk.is_dir():
             args += ["--follow", "--name-only"]
+        if self.head_commit() is None:
+            # No commits yet: a file that exists simply has no history.
+            self._require_on_disk(on_disk, path_in_project)
+            return []
         args += ["HEAD", "--", path or "."]
         result = self.run(*args, check=False)
         if result.status != 0:
-            self.require_commits()
             raise ToolError(git_reason(result.stderr) or "git log failed")
         out = result.stdout
         entries = []
@@ -441,10 +485,17 @@ class GitProject:
                 entry["pathInProject"] = self.shown_path(name)
             entries.append(entry)
         if not entries:
-            raise ToolError(
-                f"No history for {path_in_project}: it was never committed on the current branch"
-            )
+            # Untracked or only staged: not committed yet, so no commits (the spec's array).
+            self._require_on_disk(on_disk, path_in_project)
         return entries
+
+    @staticmethod
+    def _require_on_disk(path: Path, shown: str) -> None:
+        if not os.path.lexists(path):
+            raise ToolError(
+                f"File not found: {shown} is neither in the project nor in the current "
+                "branch's history"
+            )
 
     def commit_details(self, rev: str) -> dict[str, Any]:
         """Hash, message, author, date, parents and changed files of one commit."""
@@ -662,31 +713,67 @@ class GitProject:
             raise ToolError("HEAD is detached: pass branch, or switch to a branch first")
         elif not self._has_upstream(current, remote):
             branch = current
+        else:
+            branch = self.config(f"branch.{current}.merge") or current
+        short = branch.removeprefix("refs/heads/")
         before = self.head_commit()
         rebase = (self.config("pull.rebase") or "").lower()
         mode = (
             "--rebase" if rebase in ("true", "merges", "interactive", "m", "i") else "--no-rebase"
         )
-        args = ["pull", "--no-edit", "--no-autostash", mode, remote] + ([branch] if branch else [])
-        result = self.run(*args, env=self._network_env(), timeout=NETWORK_TIMEOUT, check=False)
+        # git pull in two steps, so the files it will rewrite are known (and protected) before
+        # the working tree changes: fetch, then merge or rebase exactly the fetched commit.
+        tracking = f"refs/remotes/{remote}/{short}"
+        fork_point = None
+        if mode == "--rebase" and before and self.ok("show-ref", "--verify", "--quiet", tracking):
+            # As git pull --rebase does: commits the upstream dropped are not replayed.
+            found = self.run("merge-base", "--fork-point", tracking, before, check=False)
+            fork_point = (found.stdout.strip() or None) if found.status == 0 else None
+        fetch = ["fetch", "--no-auto-gc", remote, branch]
+        result = self.run(*fetch, env=self._network_env(), timeout=NETWORK_TIMEOUT, check=False)
         if result.status != 0:
             raise ToolError(self._pull_failure(result, remote))
+        fetched = self.resolve_commit("FETCH_HEAD", "branch")
+        output = result.stdout + result.stderr
+        if before is None or self.is_ancestor(before, fetched):
+            step = ["merge", "--ff-only", "--no-autostash", "FETCH_HEAD"]
+            planned = self.planned_changes(fetched)
+        elif mode == "--rebase":
+            step = ["rebase", "--no-autostash"]
+            if rebase in ("merges", "m"):
+                step.append("--rebase-merges")
+            step += ["--onto", fetched, fork_point or fetched]
+            planned = self.planned_changes(fetched)
+        elif (self.config("pull.ff") or "").lower() == "only":
+            raise ToolError(
+                f"Pull from {remote} refused: your branch and {remote}/{short} have diverged and "
+                "pull.ff is 'only' (not possible to fast-forward); nothing was changed"
+            )
+        else:
+            step = ["merge", "--no-edit", "--no-autostash", "FETCH_HEAD"]
+            planned = self.planned_changes(fetched, since_fork=True)
+        if before != fetched and not (before and self.is_ancestor(fetched, before)):
+            with self.protect(planned):
+                result = self.run(*step, check=False)
+            output += result.stdout + result.stderr
+            if result.status != 0:
+                raise ToolError(self._pull_failure(result, remote))
         after = self.head_commit()
         if before == after:
             message = "Already up to date."
         elif before is None or "Fast-forward" in result.stdout:
             message = f"Fast-forward {before[:7] if before else '(empty)'}..{(after or '')[:7]}"
         elif mode == "--rebase":
-            message = f"Rebased {current or 'HEAD'} onto {remote}/{branch or 'upstream'}"
+            message = f"Rebased {current or 'HEAD'} onto {remote}/{short}"
         else:
-            message = f"Merged {remote}/{branch or 'upstream'} into {current or 'HEAD'}"
+            message = f"Merged {remote}/{short} into {current or 'HEAD'}"
         return {
             "success": True,
             "message": message,
             "branch": current,
             "previousCommit": before,
             "commitHash": after,
-            "output": (result.stdout + result.stderr).strip(),
+            "output": output.strip(),
             "_changed": self.changed_between(before, after),
         }
 
@@ -747,13 +834,16 @@ class GitProject:
                 "previousBranch": previous,
                 "message": message,
             }
+        target = f"refs/heads/{branch}"
         if not self.branch_exists(branch):
             remote_matches = [r for r in self.remote_branches() if r.split("/", 1)[-1] == branch]
             if len(remote_matches) != 1:
                 local = ", ".join(self.local_branches()) or "none"
                 raise ToolError(f"Unknown branch {branch!r} (local branches: {local})")
+            target = f"refs/remotes/{remote_matches[0]}"
         before = self.head_commit()
-        self.run("switch", branch)
+        with self.protect(self.planned_changes(self.resolve_commit(target, "branch"))):
+            self.run("switch", branch)
         return {
             "success": True,
             "branch": branch,
@@ -778,11 +868,12 @@ class GitProject:
             start = self.resolve_commit(source, "sourceBranch")
         before = self.head_commit()
         if checkout:
-            result = self.run("switch", "-c", branch, start, check=False)
-            if result.status != 0:
-                if self.branch_exists(branch) and self.current_branch() != branch:
-                    self.run("branch", "-D", branch, check=False)
-                raise ToolError(git_reason(result.stderr) or "git switch failed")
+            with self.protect(self.planned_changes(start)):
+                result = self.run("switch", "-c", branch, start, check=False)
+                if result.status != 0:
+                    if self.branch_exists(branch) and self.current_branch() != branch:
+                        self.run("branch", "-D", branch, check=False)
+                    raise ToolError(git_reason(result.stderr) or "git switch failed")
         else:
             self.run("branch", branch, start)
         return {
@@ -834,13 +925,15 @@ class GitProject:
         if self.is_ancestor(source_sha, target_sha):
             result.update(message="Already up to date.", commitHash=target_sha, fastForward=False)
             if switch_to_target and current != target:
-                self.run("switch", target)
+                with self.protect(self.planned_changes(target_sha)):
+                    self.run("switch", target)
             result["switched"] = self.current_branch() == target
             result["_changed"] = self.changed_between(before, self.head_commit())
             return result
         fast_forward = self.is_ancestor(target_sha, source_sha)
         if not fast_forward and tuple(self.repo.git.version_info[:2]) < (2, 38):
             raise ToolError("Merging branches that diverged needs git 2.38 or newer")
+        tree = source_sha
         if not fast_forward:
             conflicts = self._merge_conflicts(target_sha, source_sha)
             if conflicts:
@@ -849,36 +942,42 @@ class GitProject:
                     f"Merge refused: merging {source!r} into {target!r} would conflict in {names}; "
                     "nothing was changed"
                 )
-        if current == target:
-            run = self.run("merge", "--no-edit", "--no-autostash", source, check=False)
-            if run.status != 0:
-                self._abort_unfinished()
-                raise ToolError(
-                    f"Merge refused: {git_reason(run.stderr) or git_reason(run.stdout)}"
-                )
-            new_sha = self.require_commits()
-        else:
-            message = f"Merge branch '{source}' into {target}"
-            if fast_forward:
-                new_sha = source_sha
+            tree = self.run("merge-tree", "--write-tree", target_sha, source_sha).stdout.split()[0]
+        # The working tree changes only when it ends on the target: from HEAD to the result.
+        lands_here = current == target or switch_to_target
+        with self.protect(self.planned_changes(tree) if lands_here else []):
+            if current == target:
+                run = self.run("merge", "--no-edit", "--no-autostash", source, check=False)
+                if run.status != 0:
+                    self._abort_unfinished()
+                    reason = git_reason(run.stderr) or git_reason(run.stdout)
+                    raise ToolError(f"Merge refused: {reason}")
+                new_sha = self.require_commits()
             else:
-                tree = self.run(
-                    "merge-tree", "--write-tree", target_sha, source_sha
-                ).stdout.split()[0]
-                new_sha = self.run(
-                    "commit-tree", tree, "-p", target_sha, "-p", source_sha, "-m", message
-                ).stdout.strip()
-            self.run(
-                "update-ref", "-m", f"merge {source}: {message}", target_ref, new_sha, target_sha
-            )
-            if switch_to_target:
-                switched = self.run("switch", target, check=False)
-                if switched.status != 0:
-                    self.run("update-ref", target_ref, target_sha, new_sha, check=False)
-                    reason = git_reason(switched.stderr)
-                    raise ToolError(
-                        f"Merge refused: cannot switch to {target!r}: {reason}; nothing was changed"
-                    )
+                message = f"Merge branch '{source}' into {target}"
+                if fast_forward:
+                    new_sha = source_sha
+                else:
+                    new_sha = self.run(
+                        "commit-tree", tree, "-p", target_sha, "-p", source_sha, "-m", message
+                    ).stdout.strip()
+                self.run(
+                    "update-ref",
+                    "-m",
+                    f"merge {source}: {message}",
+                    target_ref,
+                    new_sha,
+                    target_sha,
+                )
+                if switch_to_target:
+                    switched = self.run("switch", target, check=False)
+                    if switched.status != 0:
+                        self.run("update-ref", target_ref, target_sha, new_sha, check=False)
+                        reason = git_reason(switched.stderr)
+                        raise ToolError(
+                            f"Merge refused: cannot switch to {target!r}: {reason}; "
+                            "nothing was changed"
+                        )
         result.update(
             message=("Fast-forward" if fast_forward else "Merge made")
             + f" {target} to {new_sha[:7]}",
@@ -943,6 +1042,15 @@ def _text_or_none(data: bytes | None) -> str | None:
     if b"\x00" in data[:8192]:
         raise _Binary
     return data.decode("utf-8", "replace")
+
+
+def _os_encodable(text: str) -> bool:
+    """True when ``text`` can be a process argument (surrogate-escaped bytes are fine)."""
+    try:
+        os.fsencode(text)
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _binary_diff(text: str) -> bool:

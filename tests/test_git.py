@@ -150,8 +150,9 @@ async def test_repository_without_commits(ok, fails, jp_root_dir):
     info = await ok("get_branch_info")
     assert info["current"] == "main" and info["branches"] == [] and info["headCommit"] is None
     before = state(jp_root_dir)
+    assert await ok("get_file_history", pathInProject="new.txt") == []
+    assert "File not found" in await fails("get_file_history", pathInProject="nope.txt")
     for tool, arguments in [
-        ("get_file_history", {"pathInProject": "new.txt"}),
         ("find_commit_by_message", {"text": "x"}),
         ("get_commit_details", {"commitHash": "HEAD"}),
         ("get_file_diff", {"pathInProject": "staged.txt"}),
@@ -269,9 +270,21 @@ async def test_file_history_follows_renames_and_limits(ok, fails, repo):
     limited = await ok("get_file_history", pathInProject="renamed.txt", maxEntries=2)
     assert [h["message"] for h in limited] == ["Grow renamed", "Rename a"]
 
-    assert "never committed" in await fails("get_file_history", pathInProject="nope.txt")
+    error = await fails("get_file_history", pathInProject="nope.txt")
+    assert error == (
+        "File not found: nope.txt is neither in the project nor in the current branch's history"
+    )
+    # Files not committed yet have no commits: the spec's array, empty.
     (repo / "untracked.txt").write_text("u")
-    assert "never committed" in await fails("get_file_history", pathInProject="untracked.txt")
+    assert await ok("get_file_history", pathInProject="untracked.txt") == []
+    (repo / "staged.txt").write_text("s")
+    git(repo, "add", "staged.txt")
+    assert await ok("get_file_history", pathInProject="staged.txt") == []
+    # A deleted file still has its history.
+    git(repo, "rm", "-q", "b.txt")
+    git(repo, "commit", "-q", "-m", "Remove b")
+    deleted = await ok("get_file_history", pathInProject="b.txt")
+    assert [h["message"] for h in deleted] == ["Remove b", "Add b"]
     assert "outside the project" in await fails("get_file_history", pathInProject="../x.txt")
     assert "maxEntries" in await fails("get_file_history", pathInProject="a.txt", maxEntries=0)
 
@@ -952,3 +965,168 @@ def test_git_tools_are_registered_with_their_annotations(mcp_app):
     assert tools["pull_changes"].annotations["openWorldHint"] is True
     assert tools["branch_action"].approval_needed({"action": "merge"})
     assert not tools["branch_action"].approval_needed({"action": "list"})
+
+
+# --- files with unsaved edits in JupyterLab -----------------------------------------------
+
+
+@pytest.fixture
+def unsaved(mcp_app: Any) -> Iterator[dict[str, Any]]:
+    """A fake ``before_file_write`` guard refusing the file names in ``unsaved["names"]``.
+
+    ``unsaved["checked"]`` records every path it was asked about and whether that file's lock
+    was held at the time.
+    """
+    from jupyter_mcp.errors import ToolError
+
+    context = mcp_app.tool_context
+    record: dict[str, Any] = {"names": set(), "checked": []}
+
+    def guard(path: Path) -> None:
+        record["checked"].append((Path(path).name, context.locks(Path(path)).locked()))
+        if Path(path).name in record["names"]:
+            raise ToolError(f"{Path(path).name} has unsaved changes in JupyterLab")
+
+    previous = context.services.get("before_file_write")
+    context.services["before_file_write"] = guard
+    yield record
+    if previous is None:
+        context.services.pop("before_file_write", None)
+    else:
+        context.services["before_file_write"] = previous
+
+
+def _develop_changes_a(repo: Path) -> None:
+    git(repo, "switch", "-q", "-c", "develop")
+    commit_file(repo, "a.txt", "develop version\n", "Develop change")
+    git(repo, "switch", "-q", "main")
+
+
+async def test_switch_refuses_a_file_with_unsaved_edits(ok, fails, repo, unsaved):
+    _develop_changes_a(repo)
+    unsaved["names"] = {"a.txt"}
+    before = state(repo)
+
+    for tool, arguments in [
+        ("switch_branch", {"branch": "develop"}),
+        ("branch_action", {"action": "switch", "branchId": "develop"}),
+    ]:
+        error = await fails(tool, **arguments)
+        assert "a.txt has unsaved changes in JupyterLab" in error, tool
+        assert "nothing was changed" in error, tool
+        assert state(repo) == before, tool
+    # Checked while holding the file's lock, and only the files the switch rewrites.
+    assert unsaved["checked"] == [("a.txt", True), ("a.txt", True)]
+
+    error = await fails(
+        "branch_action",
+        action="create",
+        branchName="from-develop",
+        sourceBranch="develop",
+        switchToBranch=True,
+    )
+    assert "a.txt has unsaved changes" in error
+    assert state(repo) == before  # the new branch was not left behind
+
+    # b.txt is open with unsaved edits, but the switch does not touch it.
+    unsaved["names"] = {"b.txt"}
+    done = await ok("switch_branch", branch="develop")
+    assert done["branch"] == "develop"
+    assert (repo / "a.txt").read_text() == "develop version\n"
+    created = await ok("create_branch", branch="here", checkout=True)  # same commit: no files
+    assert created["checkedOut"] is True
+
+
+async def test_switch_waits_for_a_file_tool_writing_a_file_it_rewrites(call, repo, mcp_app):
+    _develop_changes_a(repo)
+    lock = mcp_app.tool_context.locks(repo / "a.txt")
+    lock.acquire()
+    try:
+        switching = asyncio.ensure_future(call("switch_branch", branch="develop"))
+        await asyncio.sleep(0.5)
+        # Held by a file tool writing a.txt: git has not touched the working tree yet.
+        assert not switching.done()
+        assert git(repo, "branch", "--show-current").strip() == "main"
+        assert (repo / "a.txt").read_text() == "one\n"
+    finally:
+        lock.release()
+    await switching
+    assert git(repo, "branch", "--show-current").strip() == "develop"
+    assert (repo / "a.txt").read_text() == "develop version\n"
+
+
+async def test_pull_refuses_a_file_with_unsaved_edits(ok, fails, remote, unsaved):
+    project, pusher = remote["project"], remote["pusher"]
+    pushed = commit_file(pusher, "shared.txt", "line 1\nline 2\n", "Upstream change")
+    git(pusher, "push", "-q", "origin", "main")
+    unsaved["names"] = {"shared.txt"}
+    before = state(project)
+
+    error = await fails("pull_changes")
+
+    assert "shared.txt has unsaved changes in JupyterLab" in error
+    assert "nothing was changed" in error
+    assert state(project) == before
+    assert unsaved["checked"] == [("shared.txt", True)]
+
+    unsaved["names"] = {"other.txt"}  # not among the pulled changes
+    done = await ok("pull_changes")
+    assert done["commitHash"] == pushed
+    assert (project / "shared.txt").read_text() == "line 1\nline 2\n"
+
+
+async def test_diverged_pull_checks_only_the_files_it_brings_in(ok, fails, remote, unsaved):
+    project, pusher = remote["project"], remote["pusher"]
+    pushed = commit_file(pusher, "shared.txt", "line 1\nupstream\n", "Upstream change")
+    git(pusher, "push", "-q", "origin", "main")
+    local = commit_file(project, "local.txt", "mine\n", "Local change")
+    unsaved["names"] = {"shared.txt"}
+    before = state(project)
+
+    assert "shared.txt has unsaved changes" in await fails("pull_changes")
+    assert state(project) == before
+
+    # local.txt differs from the upstream too, but the merge leaves it as it is.
+    unsaved["names"] = {"local.txt"}
+    done = await ok("pull_changes")
+    assert done["message"].startswith("Merged")
+    assert git(project, "rev-list", "--parents", "-n1", "HEAD").split()[1:] == [local, pushed]
+
+
+async def test_merge_refuses_a_file_with_unsaved_edits(ok, fails, feature, approve, unsaved):
+    git(feature, "switch", "-q", "main")
+    commit_file(feature, "main.txt", "main\n", "Main work")
+    unsaved["names"] = {"feature.txt"}
+    before = state(feature)
+
+    # Into the checked-out branch: feature.txt would appear in the working tree.
+    error = await fails("branch_action", action="merge", sourceBranch="feature")
+    assert "feature.txt has unsaved changes in JupyterLab" in error
+    assert "nothing was changed" in error
+    assert state(feature) == before
+
+    # Into a branch that is not checked out, then switching to it.
+    git(feature, "switch", "-q", "-c", "target", "main~1")
+    before = state(feature)
+    unsaved["names"] = {"main.txt"}
+    error = await fails(
+        "branch_action",
+        action="merge",
+        sourceBranch="main",
+        targetBranch="feature",
+        switchToTarget=True,
+    )
+    assert "main.txt has unsaved changes" in error
+    assert state(feature) == before
+
+    # Without switching, the working tree is not touched: the merge goes ahead.
+    done = await ok("branch_action", action="merge", sourceBranch="main", targetBranch="feature")
+    assert (
+        done["switched"] is False
+        and git(feature, "rev-parse", "feature").strip() == (done["commitHash"])
+    )
+
+    # mergeToMain from feature while on feature: main.txt is not rewritten here.
+    git(feature, "switch", "-q", "feature")
+    merged = await ok("branch_action", action="mergeToMain")
+    assert git(feature, "rev-parse", "main").strip() == merged["commitHash"]
