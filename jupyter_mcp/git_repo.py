@@ -190,7 +190,7 @@ class GitProject:
     ) -> GitResult:
         """Run ``git args`` in the working tree; with ``check``, a failure is a ToolError."""
         for arg in args:
-            if "\x00" in arg or not _os_encodable(arg):
+            if isinstance(arg, str) and ("\x00" in arg or not _os_encodable(arg)):
                 # A process argument cannot hold them (ValueError / UnicodeEncodeError).
                 raise ToolError(
                     "Git arguments must not contain NUL characters or unpaired surrogates: "

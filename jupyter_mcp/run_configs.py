@@ -14,9 +14,11 @@ A configuration is listed under its own name (launch ``name``, task ``label``, s
 only names that clash get a source prefix (``launch: Build``, ``task: Build``).
 
 Each run gets a fresh kernel from the server's kernel manager, so it shows in JupyterLab's
-running-kernels panel. Programs and tasks run as a subprocess of that kernel (in the kernel's
-process group, so interrupting or shutting the kernel down stops them too) and stream their
-output through the kernel's iopub channel; notebooks run cell by cell in the kernel itself.
+running-kernels panel. Programs and tasks run as a subprocess of that kernel, in a session and
+process group of their own, and stream their output through the kernel's iopub channel; stopping
+the run, and the program's end, terminate that whole group (SIGTERM, then SIGKILL after a grace
+period), so nothing the program started in the background outlives its run. Notebooks run cell
+by cell in the kernel itself.
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ from typing import Any
 
 import json5
 
-from .background import Activity, iso
+from .background import Activity, iso, kill_group
 from .errors import ToolError
 from .output import OutputBuffer, plain_text
 from .paths import is_inside
@@ -365,10 +367,18 @@ def discover(root: Path, log: Any) -> list[RunConfig]:
 
 # --- running -------------------------------------------------------------------------------
 
+#: The display-data type the runner uses to tell the server its process group.
+PGID_MIME = "application/vnd.jupyter-mcp.run-pgid+json"
+
 #: Code run in the kernel for programs and tasks: a subprocess whose output is streamed.
+#: The subprocess starts its own session, so its process group holds the program and whatever
+#: it starts in the background; the runner reports that group's id (``PGID_MIME``) so the server
+#: can stop all of it. Once the program exits, its output may drain for a second (a background
+#: child that keeps the pipe open must not hold the run), then the runner returns its exit code.
+#: On an interrupt the runner terminates the group; the server kills what is left after that.
 _RUNNER = r"""
-def __mcp_run(argv, shell, cwd, env):
-    import codecs, os, signal, subprocess, sys
+def __mcp_run(argv, shell, cwd, env, mime):
+    import codecs, os, signal, subprocess, sys, time
     if argv:
         argv = [sys.executable if a == "${python}" else a for a in argv]
     full_env = dict(os.environ)
@@ -377,23 +387,48 @@ def __mcp_run(argv, shell, cwd, env):
     proc = subprocess.Popen(
         shell if shell is not None else argv, shell=shell is not None, cwd=cwd, env=full_env,
         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        start_new_session=True,
     )
+    posix = hasattr(os, "killpg")
+    if posix:
+        from IPython.display import publish_display_data
+        publish_display_data({mime: {"pgid": proc.pid}})
     decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+    fd = proc.stdout.fileno()
     try:
+        drain_until = None
         while True:
-            chunk = os.read(proc.stdout.fileno(), 65536)
+            if posix:
+                import select
+                if proc.poll() is not None:
+                    if drain_until is None:
+                        drain_until = time.monotonic() + 1.0
+                    elif time.monotonic() > drain_until:
+                        break
+                if not select.select([fd], [], [], 0.1)[0]:
+                    continue
+            chunk = os.read(fd, 65536)
             if not chunk:
                 break
             sys.stdout.write(decoder.decode(chunk))
             sys.stdout.flush()
         return proc.wait()
     except BaseException:
-        proc.terminate()
+        if posix:
+            for sig in (signal.SIGTERM, signal.SIGCONT):
+                try:
+                    os.killpg(proc.pid, sig)
+                except (ProcessLookupError, PermissionError):
+                    pass
+        else:
+            proc.terminate()
         try:
             proc.wait(3)
         except BaseException:
             proc.kill()
         raise
+    finally:
+        proc.stdout.close()
 """
 
 
@@ -413,6 +448,8 @@ class Run:
     output: OutputBuffer = field(default_factory=OutputBuffer)
     task: asyncio.Task[None] | None = None
     stop_requested: bool = False
+    #: The process group of a program or task (its own session), once the kernel reports it.
+    pgid: int | None = None
 
     @property
     def running(self) -> bool:
@@ -571,6 +608,10 @@ class RunManager:
             self.log.warning("Run %s failed: %s", run.config.name, e)
             self._finish(run, "stopped" if run.stop_requested else "error", None, str(e))
         finally:
+            if run.pgid is not None:
+                # Whatever the program left running (``sleep 1000 &``, a dev server) ends with
+                # the run: SIGTERM to its group, SIGKILL after a grace period.
+                await asyncio.shield(kill_group(run.pgid))
             if client is not None:
                 with contextlib.suppress(Exception):
                     client.stop_channels()
@@ -594,6 +635,7 @@ class RunManager:
             "shell": config.shell,
             "cwd": str(config.cwd),
             "env": config.env,
+            "mime": PGID_MIME,
         }
         code = (
             f"{_RUNNER}\n__mcp_rc = __mcp_run(**__import__('json').loads({json.dumps(params)!r}))"
@@ -660,6 +702,12 @@ class RunManager:
             kind, content = msg["msg_type"], msg["content"]
             if kind == "stream":
                 run.output.append(content.get("text", ""))
+            elif (
+                kind == "display_data"
+                and run.config.notebook is None
+                and PGID_MIME in content.get("data", {})
+            ):
+                run.pgid = _pgid(content["data"][PGID_MIME], run.pgid)
             elif kind in ("execute_result", "display_data"):
                 text = content.get("data", {}).get("text/plain")
                 if text:
@@ -678,6 +726,17 @@ class RunManager:
         for run in self.running():
             with contextlib.suppress(Exception):
                 await self.stop(run.config.name)
+
+
+def _pgid(reported: Any, known: int | None) -> int | None:
+    """The process group a runner reported, if it is a plausible one to signal."""
+    if known is not None or not isinstance(reported, dict):
+        return known
+    pgid = reported.get("pgid")
+    if isinstance(pgid, int) and not isinstance(pgid, bool) and pgid > 1:
+        if pgid != os.getpgrp():  # never the server's own group
+            return pgid
+    return None
 
 
 def _kernel_for(notebook: Path | None, manager: Any) -> str | None:

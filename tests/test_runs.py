@@ -264,3 +264,63 @@ async def test_stop_a_run(ok: Any, fails: Any, project: Path, jp_fetch: Any) -> 
         await asyncio.sleep(0.1)
     assert _processes_with(f"sleep {marker}") == []
     assert "not running" in await fails("stop_run_configuration", configName="Sleep Forever")
+
+
+def _marker(base: int) -> str:
+    """A number no other process has as its ``sleep`` argument."""
+    return f"{base + uuid.uuid4().int % 1000}.{uuid.uuid4().int % 10**6}"
+
+
+async def _until_gone(marker: str, seconds: float = 10) -> list[str]:
+    deadline = time.monotonic() + seconds
+    while (left := _processes_with(marker)) and time.monotonic() < deadline:
+        await asyncio.sleep(0.1)
+    return left
+
+
+def _sleeps(marker: str) -> list[str]:
+    """The live ``sleep <marker>`` processes themselves (not the shells that started them)."""
+    return [c for c in _processes_with(f"sleep {marker}") if c.startswith("sleep ")]
+
+
+def _tasks(root: Path, **commands: str) -> None:
+    (root / ".vscode").mkdir(exist_ok=True)
+    tasks = [{"label": label, "type": "shell", "command": c} for label, c in commands.items()]
+    (root / ".vscode" / "tasks.json").write_text(json.dumps({"version": "2.0.0", "tasks": tasks}))
+
+
+async def test_stop_ends_what_the_task_started_in_the_background(
+    ok: Any, jp_root_dir: Path
+) -> None:
+    marker = _marker(1000)
+    # The inner shell cleans up on SIGTERM, as a dev server would: a stop must send SIGTERM to
+    # the whole group first, not SIGKILL it with the kernel.
+    trap = 'trap "echo terminated > cleanup.txt; exit 0" TERM'
+    _tasks(jp_root_dir, Twice=f"sh -c '{trap}; sleep {marker} & sleep {marker}'")
+    await ok("run_configuration", configName="Twice")
+    deadline = time.monotonic() + 30
+    while len(_sleeps(marker)) < 2 and time.monotonic() < deadline:
+        await asyncio.sleep(0.1)
+    assert len(_sleeps(marker)) == 2
+    assert await ok("stop_run_configuration", configName="Twice") == "Run configuration stopped"
+    assert (await ok("get_run_output", configName="Twice"))["status"] == "stopped"
+    # The background sleep ignores SIGINT and is not the task's own process: only signalling the
+    # task's process group ends it.
+    assert await _until_gone(f"sleep {marker}") == []
+    assert (jp_root_dir / "cleanup.txt").read_text().strip() == "terminated"
+
+
+async def test_a_finished_task_leaves_nothing_running(ok: Any, jp_root_dir: Path) -> None:
+    quiet, holding = _marker(2000), _marker(3000)
+    # One leftover has its output redirected; the other keeps the output pipe open, which must
+    # not keep the run going once the task itself has exited.
+    _tasks(
+        jp_root_dir,
+        Leave=f"sleep {quiet} >/dev/null 2>&1 & sleep {holding} & echo left behind",
+    )
+    await ok("run_configuration", configName="Leave")
+    report = await _wait_done(ok, "Leave", seconds=30)
+    assert report["status"] == "succeeded" and report["exitCode"] == 0, report
+    assert "left behind" in report["output"]
+    assert await _until_gone(f"sleep {quiet}") == []
+    assert await _until_gone(f"sleep {holding}") == []
