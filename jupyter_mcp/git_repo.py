@@ -735,7 +735,11 @@ class GitProject:
             raise ToolError(self._pull_failure(result, remote))
         fetched = self.resolve_commit("FETCH_HEAD", "branch")
         output = result.stdout + result.stderr
-        if before is None or self.is_ancestor(before, fetched):
+        pull_ff = (self.config("pull.ff") or "").lower()
+        if before is not None and mode == "--no-rebase" and pull_ff == "false":
+            step = ["merge", "--no-edit", "--no-autostash", "--no-ff", "FETCH_HEAD"]
+            planned = self.planned_changes(fetched, since_fork=True)
+        elif before is None or self.is_ancestor(before, fetched):
             step = ["merge", "--ff-only", "--no-autostash", "FETCH_HEAD"]
             planned = self.planned_changes(fetched)
         elif mode == "--rebase":
@@ -744,7 +748,7 @@ class GitProject:
                 step.append("--rebase-merges")
             step += ["--onto", fetched, fork_point or fetched]
             planned = self.planned_changes(fetched)
-        elif (self.config("pull.ff") or "").lower() == "only":
+        elif pull_ff == "only":
             raise ToolError(
                 f"Pull from {remote} refused: your branch and {remote}/{short} have diverged and "
                 "pull.ff is 'only' (not possible to fast-forward); nothing was changed"

@@ -585,6 +585,27 @@ async def test_pull_diverged_merges(ok, remote):
     assert (project / "local.txt").read_text() == "mine\n"
 
 
+async def test_pull_honours_pull_ff(ok, fails, remote):
+    project, pusher = remote["project"], remote["pusher"]
+    pushed = commit_file(pusher, "shared.txt", "line 1\nupstream\n", "Upstream change")
+    git(pusher, "push", "-q", "origin", "main")
+    git(project, "config", "pull.ff", "false")
+    head = git(project, "rev-parse", "HEAD").strip()
+
+    done = await ok("pull_changes")  # could fast-forward, but pull.ff=false makes a merge
+    assert git(project, "rev-list", "--parents", "-n1", "HEAD").split()[1:] == [head, pushed]
+    assert done["message"].startswith("Merged")
+
+    commit_file(pusher, "other.txt", "upstream other\n", "More upstream")
+    git(pusher, "push", "-q", "origin", "main")
+    commit_file(project, "local.txt", "mine\n", "Local change")
+    git(project, "config", "pull.ff", "only")
+    before = state(project)
+    error = await fails("pull_changes")
+    assert "diverged" in error and "not possible to fast-forward" in error
+    assert state(project) == before
+
+
 async def test_pull_refuses_to_overwrite_local_changes(fails, remote):
     project, pusher = remote["project"], remote["pusher"]
     commit_file(pusher, "shared.txt", "line 1\nupstream\n", "Upstream change")
