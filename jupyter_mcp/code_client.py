@@ -19,7 +19,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
@@ -29,12 +29,9 @@ from .context import ToolContext
 from .documents import atomic_write, is_notebook, read_raw_text, read_text, write_text
 from .errors import ToolError
 from .notebook_text import notebook_view, read_notebook
+from .project_walk import iter_project_files
 
 DEFAULT_TIMEOUT = 30.0
-#: Folders the project walk never enters (jedi skips the same ones, plus hidden folders).
-SKIPPED_FOLDERS = frozenset(
-    {".tox", ".venv", ".mypy_cache", "venv", "__pycache__", "node_modules", "site-packages"}
-)
 
 
 def load_source(ctx: ToolContext, path_in_project: str, *, tool: str) -> Source:
@@ -58,28 +55,18 @@ def load_source(ctx: ToolContext, path_in_project: str, *, tool: str) -> Source:
 
 
 class ProjectFiles:
-    """The Python files and notebooks of the project, by modification time and size."""
+    """The Python files and notebooks of the project, by modification time and size.
+
+    The files are those of :func:`~jupyter_mcp.project_walk.iter_project_files` (ignored
+    files, VCS folders, tool and dependency folders and links leading outside the root left
+    out), each under its real path, so that a file reached through a symlink is the same file
+    that the file tools lock and write.
+    """
 
     def __init__(self, root: Path, max_file_bytes: int) -> None:
         self.root = root
         self.max_file_bytes = max_file_bytes
         self._stamps: dict[Path, tuple[int, int]] = {}
-
-    def _walk(self) -> Iterator[os.DirEntry[str]]:
-        stack = [str(self.root)]
-        while stack:
-            folder = stack.pop()
-            try:
-                with os.scandir(folder) as entries:
-                    for entry in entries:
-                        name = entry.name
-                        if entry.is_dir(follow_symlinks=False):
-                            if not name.startswith(".") and name not in SKIPPED_FOLDERS:
-                                stack.append(entry.path)
-                        elif name.endswith((*PYTHON_SUFFIXES, NOTEBOOK_SUFFIX)) and entry.is_file():
-                            yield entry
-            except OSError:
-                continue
 
     def delta(self, *, reset: bool = False) -> Delta:
         """What changed since the last call (everything, with ``reset``)."""
@@ -87,12 +74,12 @@ class ProjectFiles:
             self._stamps.clear()
         found = Delta(reset=reset)
         seen: set[Path] = set()
-        for entry in self._walk():
-            path = Path(entry.path)
-            try:
-                st = entry.stat()
-            except OSError:
-                continue
+        for walked, st in iter_project_files(
+            self.root, (*PYTHON_SUFFIXES, NOTEBOOK_SUFFIX), skip_tool_dirs=True
+        ):
+            path = Path(os.path.realpath(walked))
+            if path in seen or not path.name.endswith((*PYTHON_SUFFIXES, NOTEBOOK_SUFFIX)):
+                continue  # a link to another project file, or to a file of another kind
             seen.add(path)
             stamp = (st.st_mtime_ns, st.st_size)
             if self._stamps.get(path) == stamp:
@@ -265,6 +252,20 @@ def apply_changes(ctx: ToolContext, changes: Changes, notify: Callable[[Path], N
     ``changes`` maps a path to ``(shown, text the change was computed from, new text)``; a
     file whose text view is no longer the one the change was computed from is refused.
     """
+    resolved: Changes = {}
+    for given, change in changes.items():
+        # The jail's real path: the one the file tools lock, and never a link's own path
+        # (``os.replace`` would turn the link into a regular file).
+        try:
+            path = ctx.resolve(str(given))
+        except ToolError as e:
+            raise ToolError(f"{change[0]} leads outside the project; nothing was changed") from e
+        if path in resolved:
+            raise ToolError(
+                f"{change[0]} and {resolved[path][0]} are the same file; nothing was changed"
+            )
+        resolved[path] = change
+    changes = resolved
     paths = sorted(changes, key=str)
     with contextlib.ExitStack() as stack:
         for path in paths:

@@ -342,14 +342,16 @@ class Engine:
         return self._grammar_cache
 
     def _real_path(self, jedi_path: Path | None) -> Path | None:
+        """The file behind a path jedi reports: a notebook for its view, links followed (so a
+        link leading out of the project is outside it, and a file is named one way only)."""
         if jedi_path is None:
             return None
         path = Path(jedi_path)
         if path.name.endswith(NOTEBOOK_SUFFIX + VIEW_SUFFIX):
             notebook = path.with_name(path.name[: -len(VIEW_SUFFIX)])
             if notebook.exists() and not path.exists():
-                return notebook
-        return path
+                return Path(os.path.realpath(notebook))
+        return Path(os.path.realpath(path))
 
     # -- references --------------------------------------------------------------------------
 

@@ -44,11 +44,10 @@ from .background import Activity, iso, kill_group
 from .errors import ToolError
 from .output import OutputBuffer, plain_text
 from .paths import is_inside
+from .project_walk import iter_project_files
 
 #: Placeholder for the kernel's own Python interpreter in an argv.
 PYTHON = "${python}"
-#: Folders never searched for notebooks or tests.
-SKIP_DIRS = {"node_modules", "__pycache__", "site-packages", ".ipynb_checkpoints", "venv", "env"}
 #: At most this many notebooks are offered, nearest the root first.
 MAX_NOTEBOOKS = 200
 #: How long a stopped run has to wind down after an interrupt before its kernel is killed.
@@ -295,24 +294,22 @@ def _npm_configs(root: Path, log: Any) -> list[RunConfig]:
     ]
 
 
-def _walk(root: Path) -> Any:
-    """``os.walk`` of the project, skipping hidden folders, virtualenvs and dependencies."""
-    for folder, dirs, files in os.walk(root):
-        dirs[:] = sorted(
-            d
-            for d in dirs
-            if not d.startswith(".")
-            and d not in SKIP_DIRS
-            and not os.path.exists(os.path.join(folder, d, "pyvenv.cfg"))
-        )
-        yield Path(folder), sorted(files)
+def _scan_project(root: Path) -> tuple[list[Path], bool]:
+    """The project's notebooks and whether it has test files, from one project walk (ignored
+    files, VCS, tool and dependency folders and links leading outside the root left out)."""
+    notebooks: list[Path] = []
+    test_files = False
+    for path, _stat in iter_project_files(root, (".ipynb", ".py"), skip_tool_dirs=True):
+        name = path.name
+        if name.endswith(".ipynb"):
+            notebooks.append(path)
+        elif name.endswith(".py") and (name.startswith("test_") or name.endswith("_test.py")):
+            test_files = True
+    return notebooks, test_files
 
 
-def _notebook_configs(root: Path) -> list[RunConfig]:
-    found: list[Path] = []
-    for folder, files in _walk(root):
-        found.extend(folder / f for f in files if f.endswith(".ipynb"))
-    found.sort(key=lambda p: (len(p.relative_to(root).parts), p.as_posix()))
+def _notebook_configs(root: Path, notebooks: list[Path]) -> list[RunConfig]:
+    found = sorted(notebooks, key=lambda p: (len(p.relative_to(root).parts), p.as_posix()))
     return [
         RunConfig(
             f"Run notebook {p.relative_to(root).as_posix()}", "notebook", p.parent, notebook=p
@@ -321,8 +318,9 @@ def _notebook_configs(root: Path) -> list[RunConfig]:
     ]
 
 
-def has_tests(root: Path) -> bool:
-    """Whether the project has pytest configuration or test files."""
+def has_tests(root: Path, test_files: bool | None = None) -> bool:
+    """Whether the project has pytest configuration or test files (``test_files``: whether
+    the project walk found any, when the caller walked already)."""
     if (root / "pytest.ini").is_file() or (root / "conftest.py").is_file():
         return True
     for name, marker in (
@@ -335,23 +333,22 @@ def has_tests(root: Path) -> bool:
                 return True
     if (root / "tests").is_dir() or (root / "test").is_dir():
         return True
-    for _folder, files in _walk(root):
-        if any(
-            f.endswith(".py") and (f.startswith("test_") or f.endswith("_test.py")) for f in files
-        ):
-            return True
-    return False
+    if test_files is None:
+        test_files = _scan_project(root)[1]
+    return test_files
 
 
 def discover(root: Path, log: Any) -> list[RunConfig]:
     """Every run configuration of the project, named uniquely, in source order."""
+    root = Path(os.path.realpath(root))
+    notebooks, test_files = _scan_project(root)
     configs = [
         *_launch_configs(root, log),
         *_task_configs(root, log),
         *_npm_configs(root, log),
-        *_notebook_configs(root),
+        *_notebook_configs(root, notebooks),
     ]
-    if has_tests(root):
+    if has_tests(root, test_files):
         configs.append(RunConfig("pytest", "pytest", root, argv=[PYTHON, "-m", "pytest"]))
     counts: dict[str, int] = {}
     for config in configs:

@@ -912,3 +912,142 @@ def test_an_unusable_kernel_interpreter_falls_back_to_the_servers(tmp_path: Path
 
     engine = Engine(tmp_path, environment_path=str(tmp_path / "no-such-python"))
     assert engine.project.get_environment().executable == sys.executable
+
+
+# ------------------------------------------------------------------------------------------
+# Which files take part: the project walk
+
+
+REPORT = "import shop.util as u\n\nprint(u.fmt_price(1.0))\n"
+
+
+async def test_ignored_copies_are_neither_referenced_nor_renamed(shop: Path, ok) -> None:
+    # Given a git-ignored build copy of the package and an ignored script using fmt_price,
+    # next to a script the rules do not ignore that uses it the same way
+    (shop / ".gitignore").write_text("build/\n")
+    copy = shop / "build" / "lib" / "shop"
+    copy.mkdir(parents=True)
+    for name in ("__init__.py", "models.py", "util.py", "service.py"):
+        (copy / name).write_bytes((shop / "shop" / name).read_bytes())
+    (shop / "build" / "report.py").write_text(REPORT)
+    (shop / "scripts").mkdir()
+    (shop / "scripts" / "report.py").write_text(REPORT)
+    ignored_before = {p: p.read_bytes() for p in (shop / "build").rglob("*.py")}
+    line, character = _find(shop, "shop/util.py", "fmt_price")
+
+    # When the references of fmt_price are found
+    refs = (
+        await ok("find_references", pathInProject="shop/util.py", line=line, character=character)
+    )["references"]
+
+    # Then the script counts and nothing under build/ does
+    paths = {r["path"] for r in refs}
+    assert paths == {"analysis.ipynb", "scripts/report.py", "shop/service.py", "shop/util.py"}
+
+    # And the references of a class defined in the copied models do not reach the copy
+    line, character = _find(shop, "shop/models.py", "class Product")
+    refs = (
+        await ok(
+            "find_references", pathInProject="shop/models.py", line=line, character=character + 6
+        )
+    )["references"]
+    assert refs and not [r for r in refs if r["path"].startswith("build/")]
+
+    # When fmt_price is renamed
+    line, character = _find(shop, "shop/util.py", "fmt_price")
+    result = await ok(
+        "refactor_code_at_location",
+        pathInProject="shop/util.py",
+        line=line,
+        character=character,
+        refactorType="rename",
+        options={"newName": "format_price"},
+    )
+
+    # Then the script changed and the ignored files did not
+    assert result["changedFiles"] == [
+        "analysis.ipynb",
+        "scripts/report.py",
+        "shop/service.py",
+        "shop/util.py",
+    ]
+    assert "u.format_price(1.0)" in (shop / "scripts" / "report.py").read_text()
+    assert {p: p.read_bytes() for p in (shop / "build").rglob("*.py")} == ignored_before
+
+
+async def test_a_link_leading_outside_the_project_is_not_analysed_or_written(
+    shop: Path, ok, fails, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    # Given a module inside the project that is a symlink to a file outside it
+    outside = tmp_path_factory.mktemp("elsewhere") / "theirs.py"
+    outside.write_text(REPORT)
+    (shop / "linked.py").symlink_to(outside)
+    line, character = _find(shop, "shop/util.py", "fmt_price")
+
+    # When fmt_price's references are found and it is renamed
+    refs = (
+        await ok("find_references", pathInProject="shop/util.py", line=line, character=character)
+    )["references"]
+    result = await ok(
+        "refactor_code_at_location",
+        pathInProject="shop/util.py",
+        line=line,
+        character=character,
+        refactorType="rename",
+        options={"newName": "format_price"},
+    )
+
+    # Then the link is neither reported nor written, and stays a link to the untouched file
+    assert "linked.py" not in {r["path"] for r in refs}
+    assert "linked.py" not in result["changedFiles"]
+    assert (shop / "linked.py").is_symlink()
+    assert outside.read_text() == REPORT
+
+    # And the file itself cannot be analysed through the link
+    error = await fails("get_symbols_in_file", pathInProject="linked.py")
+    assert "outside the project" in error
+
+
+def test_changes_are_written_to_the_real_file_behind_a_link(shop: Path, mcp_app: Any) -> None:
+    from jupyter_mcp.code_client import apply_changes
+    from jupyter_mcp.errors import ToolError
+
+    ctx = mcp_app.tool_context
+    util = shop / "shop" / "util.py"
+    (shop / "util_link.py").symlink_to(util)
+    outside = shop.parent / "outside_target.py"
+    outside.write_text(UTIL)
+    (shop / "out_link.py").symlink_to(outside)
+    locked: list[Path] = []
+    real_locks = ctx.locks
+
+    def recording_locks(path: Path) -> Any:
+        locked.append(Path(path))
+        return real_locks(path)
+
+    ctx.locks = recording_locks
+    try:
+        # A change computed for the link's path is written to the file it leads to
+        apply_changes(
+            ctx,
+            {shop / "util_link.py": ("util_link.py", UTIL, UTIL + "\nX = 1\n")},
+            lambda path: None,
+        )
+        assert locked == [util]
+        assert (shop / "util_link.py").is_symlink()
+        assert util.read_text() == UTIL + "\nX = 1\n"
+
+        # And one for a link leading outside the project is refused with nothing written
+        with pytest.raises(ToolError, match="out_link.py leads outside the project"):
+            apply_changes(
+                ctx,
+                {
+                    util: ("shop/util.py", UTIL + "\nX = 1\n", UTIL),
+                    shop / "out_link.py": ("out_link.py", UTIL, UTIL + "\nY = 2\n"),
+                },
+                lambda path: None,
+            )
+        assert util.read_text() == UTIL + "\nX = 1\n"
+        assert outside.read_text() == UTIL and (shop / "out_link.py").is_symlink()
+    finally:
+        ctx.locks = real_locks

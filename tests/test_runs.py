@@ -156,6 +156,40 @@ def test_no_pytest_without_tests(tmp_path: Path) -> None:
     assert [c.name for c in discover(tmp_path, logging.getLogger("test"))] == ["pytest"]
 
 
+def test_ignored_and_outside_notebooks_and_tests_are_not_offered(
+    tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    # Given notebooks and test files in git-ignored folders, a re-included notebook, a
+    # notebook in a virtualenv and a link to a notebook outside the project
+    root = tmp_path / "project"
+    (root / "nested").mkdir(parents=True)
+    (root / ".gitignore").write_text("build/\n*.scratch.ipynb\n")
+    (root / "nested" / ".gitignore").write_text("out/\n!keep.scratch.ipynb\n")
+    _notebook(root / "main.ipynb", "print(1)")
+    _notebook(root / "build" / "copy.ipynb", "print(1)")
+    _notebook(root / "draft.scratch.ipynb", "print(1)")
+    _notebook(root / "nested" / "keep.scratch.ipynb", "print(1)")
+    _notebook(root / "nested" / "out" / "result.ipynb", "print(1)")
+    (root / "build" / "test_copy.py").write_text("def test_x():\n    pass\n")
+    (root / "nested" / "out" / "test_result.py").write_text("def test_x():\n    pass\n")
+    (root / "env2").mkdir()
+    (root / "env2" / "pyvenv.cfg").write_text("home = /usr\n")
+    _notebook(root / "env2" / "lib" / "tool.ipynb", "print(1)")
+    outside = tmp_path_factory.mktemp("outside")
+    _notebook(outside / "theirs.ipynb", "print(1)")
+    (root / "linked.ipynb").symlink_to(outside / "theirs.ipynb")
+
+    # When the run configurations are discovered
+    names = [c.name for c in discover(root, logging.getLogger("test"))]
+
+    # Then only the project's own notebooks are offered, and no pytest (no test file counts)
+    assert names == ["Run notebook main.ipynb", "Run notebook nested/keep.scratch.ipynb"]
+
+    # And a test file the rules do not ignore brings pytest back
+    (root / "nested" / "test_real.py").write_text("def test_x():\n    pass\n")
+    assert discover(root, logging.getLogger("test"))[-1].name == "pytest"
+
+
 async def test_unknown_configuration_suggests_close_names(fails: Any, project: Path) -> None:
     error = await fails("run_configuration", configName="Run Scrpt")
     assert "Unknown run configuration: 'Run Scrpt'" in error
