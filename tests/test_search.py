@@ -381,6 +381,28 @@ def test_index_stays_fresh_with_and_without_events(tmp_path, use_events):
         index.close()
 
 
+def test_without_inotify_the_index_falls_back_to_stat_checks(tmp_path, monkeypatch):
+    # Given a system without inotify_simple (not Linux)
+    import jupyter_mcp.search_index as search_index
+
+    monkeypatch.setattr(search_index, "INotify", None)
+    write(tmp_path, "a.txt", "alpha\n")
+    index = ProjectIndex(tmp_path)
+    try:
+        index.refresh()
+        # Then the index still works, on stat checks, and sees later changes
+        assert not index.watching
+        write(tmp_path, "b/c.txt", "beta\n")
+        (tmp_path / "a.txt").write_text("gamma longer\n")
+        index.refresh()
+        assert {e.rel: text for e, text in index.searchable()} == {
+            "a.txt": "gamma longer\n",
+            "b/c.txt": "beta\n",
+        }
+    finally:
+        index.close()
+
+
 def test_index_keeps_texts_over_budget_on_disk(tmp_path):
     # Given an in-process context whose cache budget is smaller than the files
     write(tmp_path, "a.txt", "needle " * 100)
