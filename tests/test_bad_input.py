@@ -664,3 +664,64 @@ async def test_standard_mcp_raw_bad_bodies(
         assert fine.status_code == 200 and "hello" in fine.text
     assert not problems, "\n".join(problems)
     assert project.snapshot() == before
+
+
+# --- odd strings: may be refused or done, but never a crash -------------------------------
+
+#: Strings that are valid JSON but awkward for a file system, a subprocess or a UTF-8 encoder.
+ODD_STRINGS = {
+    "lone surrogate": "a\udcffb",
+    "unpaired high surrogate": "a\ud800b",
+    "NUL": "a\x00b",
+    "300-character name": "a" * 300,
+    "control characters": "\x1b[2J\r\x07",
+}
+
+
+def odd_string_cases(schema: dict[str, Any]) -> list[Case]:
+    """Each string field (and string array item) given each odd string, the rest valid."""
+    properties: dict[str, Any] = schema.get("properties", {})
+    base = {name: valid_value(name, properties[name]) for name in schema.get("required", [])}
+    extras = {n: VALID[n] for n in PATH_CASE_EXTRAS if n in properties}
+    cases = []
+    for name, prop in properties.items():
+        types = _types(prop)
+        for label, odd in ODD_STRINGS.items():
+            if "string" in types:
+                value: Any = odd
+            elif "array" in types and prop.get("items", {}).get("type") == "string":
+                value = [odd]
+            else:
+                continue
+            body = json.dumps({**base, **extras, name: value}).encode()
+            cases.append(Case(f"{name} {label}", body, ()))
+    return cases
+
+
+#: Tools whose valid call with an odd string would start work the sweep cannot wait for.
+ODD_STRING_SKIPS: dict[str, str] = {}
+
+
+@pytest.mark.parametrize("tool", TOOL_NAMES)
+async def test_odd_strings_never_crash_a_tool(jp_fetch: Any, project: Project, tool: str) -> None:
+    """Refused or done, an odd string gets the seed answer in time and no 'failed unexpectedly'.
+
+    Files may change here (writing a 300-character line is a valid call), so only the answer
+    is checked; the strict no-change sweep above covers inputs that must be refused.
+    """
+    listing = await _listing(jp_fetch)
+    problems = []
+    cases = odd_string_cases(listing[tool]["inputSchema"])
+    for case in cases:
+        code, payload, took = await _post(jp_fetch, ["mcp", tool], case.body)
+        if code != 200 or not isinstance(payload, dict) or set(payload) != {"status", "error"}:
+            problems.append(f"[{case.label}] HTTP {code}: {payload!r}"[:300])
+        elif payload["error"] is not None and (
+            "failed unexpectedly" in payload["error"] or not payload["error"].strip()
+        ):
+            problems.append(f"[{case.label}] {payload['error']}"[:300])
+        if took > TIME_LIMIT_S:
+            problems.append(f"[{case.label}] took {took:.1f} s")
+    assert not problems, f"{len(problems)} of {len(cases)} calls misbehaved:\n" + "\n".join(
+        problems
+    )
