@@ -82,6 +82,11 @@ class PluginContext:
     relative or absolute, to a real path inside the root, or an error), ``contents_manager`` the
     server's ContentsManager (None outside a server), ``log`` a logger named after the plugin.
     ``call`` runs in a worker thread: use ``run_async`` to await the contents manager's coroutines.
+
+    Files are read and written with ``read_text``, ``write_text`` and ``edit_text``, which do
+    what the built-in file tools do: the path jail, notebooks as their percent-format text view,
+    the per-file lock, the refusal to overwrite a file with unsaved edits in JupyterLab, and the
+    reload of editors that show the file.
     """
 
     plugin_id: str
@@ -90,6 +95,7 @@ class PluginContext:
     contents_manager: Any = None
     serverapp: Any = None
     _loop: asyncio.AbstractEventLoop | None = field(default=None, repr=False)
+    _tool_context: ToolContext | None = field(default=None, repr=False)
 
     def resolve(self, path_in_project: str, *, must_exist: bool = False) -> Path:
         """The real path of ``path_in_project``; a :class:`ToolError` when outside the root."""
@@ -98,6 +104,56 @@ class PluginContext:
     def relative(self, path: Path | str) -> str:
         """``path`` relative to the project root, with ``/`` separators."""
         return relative_path(self.root_dir, Path(path))
+
+    def _files(self) -> ToolContext:
+        if self._tool_context is None:
+            raise RuntimeError("No tool context: file helpers need a server or a harness")
+        return self._tool_context
+
+    def read_text(self, path: str) -> str:
+        """The text of ``path`` (a project path): a notebook as its percent-format view.
+
+        A :class:`ToolError` (its message fit for the agent) when the path is outside the
+        project, missing, a folder or binary.
+        """
+        from . import documents
+
+        ctx = self._files()
+        return documents.read_text(ctx, ctx.resolve(path, must_exist=True), path)
+
+    def write_text(self, path: str, text: str) -> bool:
+        """Store ``text`` as the content of ``path``, creating the file when it does not exist.
+
+        For a notebook ``text`` is its percent-format view, merged into the notebook so that
+        unchanged cells keep their outputs. Holds the file's lock, refuses (``ToolError``) a file
+        with unsaved edits in JupyterLab, and reloads editors showing it. Returns False when the
+        file already had this text. The folder must exist.
+        """
+        from . import documents
+
+        ctx = self._files()
+        target = ctx.resolve(path)
+        if target == ctx.root_dir or target.is_dir():
+            raise ToolError(f"Not a file path: {path!r}")
+        if not target.parent.is_dir():
+            raise ToolError(f"Folder not found for {path}: create {ctx.relative(target.parent)}")
+        with ctx.locks(target):
+            create = not target.exists()
+            changed = documents.write_text(ctx, target, path, text, create=create)
+        if changed:
+            documents.notify_written(ctx, target)
+        return changed
+
+    def edit_text(self, path: str, change: Callable[[str], str]) -> bool:
+        """Replace the text of an existing ``path`` by ``change(text)``, under the file's lock.
+
+        ``change`` may raise :class:`ToolError` to refuse; then nothing is written. The same
+        guards as :meth:`write_text` apply. Returns whether the file changed.
+        """
+        from . import documents
+
+        edit = documents.edit_text(self._files(), path, lambda text: (change(text), None))
+        return edit.changed
 
     def run_async(self, value: Any, timeout: float | None = None) -> Any:
         """Wait, from the plugin's thread, for an awaitable run on the server's event loop.
@@ -425,6 +481,7 @@ class Plugin:
             contents_manager=ctx.services.get("contents_manager") or ctx.contents_manager,
             serverapp=ctx.serverapp,
             _loop=loop,
+            _tool_context=ctx,
         )
 
     async def call(self, tool: str, arguments: dict[str, Any], ctx: ToolContext) -> str:

@@ -283,6 +283,7 @@ async def test_listing_names_the_plugin_and_uses_its_schema(jp_fetch: Any) -> No
     example = sorted(name for name in tools if name.startswith("example_notes__"))
     assert example == [
         "example_notes__add_note",
+        "example_notes__append_note",
         "example_notes__delete_note",
         "example_notes__fail",
         "example_notes__find_notes",
@@ -320,6 +321,57 @@ async def test_plugin_tools_read_and_write_in_the_project(
         "api", "mcp", "example_notes__find_notes", method="POST", body=json.dumps({"text": "milk"})
     )
     assert json.loads(json.loads(response.body)["status"])[0]["line"] == 1
+
+
+async def test_plugin_writes_go_through_the_guard_lock_and_reload(
+    ok: Any, fails: Any, jp_root_dir: Path, mcp_app: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    services = mcp_app.tool_context.services
+    written: list[str] = []
+    unsaved: set[str] = set()
+
+    def guard(path: Path) -> None:
+        if Path(path).name in unsaved:
+            raise ToolError(f"{Path(path).name} has unsaved changes in JupyterLab")
+
+    monkeypatch.setitem(services, "on_file_written", lambda p: written.append(Path(p).name))
+    monkeypatch.setitem(services, "before_file_write", guard)
+
+    assert await ok("example_notes__add_note", title="todo", body="- one\n") == (
+        "Created notes/todo.md"
+    )
+    assert written == ["todo.md"]  # editors showing the file reload it
+    assert await ok("example_notes__append_note", title="todo", text="- two\n") == (
+        "Appended to notes/todo.md"
+    )
+    assert (jp_root_dir / "notes" / "todo.md").read_text() == "- one\n- two\n"
+    assert written == ["todo.md", "todo.md"]
+
+    # A file with unsaved edits in JupyterLab is not overwritten by a plugin either.
+    unsaved.add("todo.md")
+    error = await fails("example_notes__append_note", title="todo", text="- three\n")
+    assert "unsaved changes" in error
+    assert (jp_root_dir / "notes" / "todo.md").read_text() == "- one\n- two\n"
+    unsaved.add("new.md")
+    assert "unsaved changes" in await fails("example_notes__add_note", title="new", body="x")
+    assert not (jp_root_dir / "notes" / "new.md").exists()
+    assert written == ["todo.md", "todo.md"]
+
+    # The read-modify-write holds the per-file lock: it waits while another writer has it.
+    unsaved.clear()
+    lock = mcp_app.tool_context.locks((jp_root_dir / "notes" / "todo.md").resolve())
+    lock.acquire()
+    try:
+        pending = asyncio.ensure_future(
+            ok("example_notes__append_note", title="todo", text="- four\n")
+        )
+        await asyncio.sleep(0.5)
+        assert not pending.done()
+        assert (jp_root_dir / "notes" / "todo.md").read_text() == "- one\n- two\n"
+    finally:
+        lock.release()
+    assert await pending == "Appended to notes/todo.md"
+    assert (jp_root_dir / "notes" / "todo.md").read_text() == "- one\n- two\n- four\n"
 
 
 async def test_plugin_context_offers_the_contents_manager(ok: Any, jp_root_dir: Path) -> None:

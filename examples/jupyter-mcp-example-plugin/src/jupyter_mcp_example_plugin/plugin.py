@@ -40,6 +40,18 @@ tools = [
         "destructive": False,
     },
     {
+        "name": "append_note",
+        "description": "Append Markdown text to the end of notes/<title>.md.",
+        "inputSchema": {
+            "type": "object",
+            "properties": {"title": TITLE, "text": {"type": "string"}},
+            "required": ["title", "text"],
+            "additionalProperties": False,
+        },
+        "readOnly": False,
+        "destructive": False,
+    },
+    {
         "name": "delete_note",
         "description": "Delete notes/<title>.md. Asks the user first.",
         "inputSchema": {
@@ -105,15 +117,22 @@ def call(tool: str, arguments: dict[str, Any], ctx: Any) -> str:
     if tool == "find_notes":
         return _find_notes(ctx, arguments["text"], arguments.get("limit", 100))
     if tool == "add_note":
-        path = ctx.resolve(f"{NOTES}/{arguments['title']}.md")
+        shown = f"{NOTES}/{arguments['title']}.md"
+        path = ctx.resolve(shown)
+        if path.exists():
+            raise ValueError(f"Note {shown} exists already")
         path.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            with open(path, "x", encoding="utf-8") as f:
-                f.write(arguments["body"])
-        except FileExistsError:
-            raise ValueError(f"Note {ctx.relative(path)} exists already") from None
-        ctx.log.info("created %s", ctx.relative(path))
-        return f"Created {ctx.relative(path)}"
+        # ctx.write_text, not open(): the file lock, the unsaved-edit guard, editor reload.
+        ctx.write_text(shown, arguments["body"])
+        ctx.log.info("created %s", shown)
+        return f"Created {shown}"
+    if tool == "append_note":
+        shown = f"{NOTES}/{arguments['title']}.md"
+        if not ctx.resolve(shown).is_file():
+            raise ValueError(f"No note {shown}")
+        # The read-modify-write holds the file's lock throughout.
+        ctx.edit_text(shown, lambda text: text + arguments["text"])
+        return f"Appended to {shown}"
     if tool == "delete_note":
         path = ctx.resolve(f"{NOTES}/{arguments['title']}.md")
         if not path.is_file():
