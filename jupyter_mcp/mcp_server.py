@@ -21,6 +21,7 @@ import base64
 import contextvars
 import json
 import logging
+import re
 import warnings
 from collections import OrderedDict
 from collections.abc import Callable
@@ -139,6 +140,24 @@ def decode_cursor(cursor: str | None) -> int:
     return offset
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def unicode_safe(value: Any) -> Any:
+    """``value`` with lone surrogates replaced by U+FFFD, so it is valid Unicode JSON.
+
+    Python keeps bytes of file names that are not UTF-8 as lone surrogates; MCP clients (the
+    SDK's pydantic parser among them) refuse the JSON escapes they become, and drop the session.
+    """
+    if isinstance(value, str):
+        return _SURROGATE.sub("\ufffd", value) if _SURROGATE.search(value) else value
+    if isinstance(value, dict):
+        return {unicode_safe(k): unicode_safe(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [unicode_safe(v) for v in value]
+    return value
+
+
 def call_tool_result(result: CallResult, protocol_version: str) -> types.CallToolResult:
     """The MCP result of a successful call.
 
@@ -146,7 +165,7 @@ def call_tool_result(result: CallResult, protocol_version: str) -> types.CallToo
     long the whole result is and where to read on. A JSON object (or, from 2026-07-28 on, any
     JSON value) is also given as ``structuredContent`` when the whole of it fits the window.
     """
-    content: list[types.ContentBlock] = [types.TextContent(text=result.text)]
+    content: list[types.ContentBlock] = [types.TextContent(text=unicode_safe(result.text))]
     start, end = result.window or (0, result.total_length)
     if result.more:
         content.append(
@@ -161,13 +180,15 @@ def call_tool_result(result: CallResult, protocol_version: str) -> types.CallToo
     whole = start == 0 and not result.more
     if whole and isinstance(result.value, dict | list):
         if isinstance(result.value, dict) or protocol_version in MODERN_PROTOCOL_VERSIONS:
-            structured = result.value
+            structured = unicode_safe(result.value)
     return types.CallToolResult(content=content, structured_content=structured)
 
 
 def error_result(message: str) -> types.CallToolResult:
     """A tool failure as the agent reads it: an ``isError`` result with the message."""
-    return types.CallToolResult(content=[types.TextContent(text=message)], is_error=True)
+    return types.CallToolResult(
+        content=[types.TextContent(text=unicode_safe(message))], is_error=True
+    )
 
 
 class _Server(Server[Any]):
