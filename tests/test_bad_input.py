@@ -623,6 +623,10 @@ async def test_standard_mcp_raw_bad_bodies(
             'rewrite_file_content|{"pathInProject": "notes.txt", "text": "x", "resultStart": NaN}'
         ),
         "deeply nested arguments": call("get_file_text_by_path|" + "[" * deep + "]" * deep),
+        "lone surrogate path": call('get_file_text_by_path|{"pathInProject": "a\\udcffb"}'),
+        "unpaired surrogate text": call(
+            'append_file_content|{"pathInProject": "notes.txt", "text": "\\ud800"}'
+        ),
         "malformed JSON": b'{"jsonrpc": "2.0", "id": 1, "method": ',
         "non-object body": b"[1, 2, 3]",
         "not UTF-8": b"\xff\xfe\x00{",
@@ -725,3 +729,24 @@ async def test_odd_strings_never_crash_a_tool(jp_fetch: Any, project: Project, t
     assert not problems, f"{len(problems)} of {len(cases)} calls misbehaved:\n" + "\n".join(
         problems
     )
+
+
+async def test_file_names_that_are_not_utf8_are_listed_on_every_surface(
+    jp_fetch: Any, connect: Any, project: Project
+) -> None:
+    """A file name with a byte that is not UTF-8 comes back as a JSON escape, not a 500."""
+    os.close(os.open(os.fsencode(project.root) + b"/caf\xe9.txt", os.O_CREAT | os.O_WRONLY))
+    for parts in (["mcp", "list_files_in_folder"], ["api", "mcp", "list_files_in_folder"]):
+        code, answer, _ = await _post(jp_fetch, parts, _dump({"pathInProject": ""}))
+        assert code == 200, answer
+        assert answer["error"] is None, answer
+        assert "caf\udce9.txt" in json.dumps(answer["status"], ensure_ascii=False)
+    # The name as listed reads back as the same (empty) file.
+    code, answer, _ = await _post(
+        jp_fetch, ["mcp", "get_file_text_by_path"], _dump({"pathInProject": "caf\udce9.txt"})
+    )
+    assert code == 200 and answer["status"]["content"] == "", answer
+    async with connect("auto") as client:
+        listed = await client.call_tool("list_files_in_folder", {"pathInProject": ""})
+    assert listed.is_error is False
+    assert "caf" in listed.content[0].text
