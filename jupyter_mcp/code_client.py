@@ -1,11 +1,12 @@
 """The server's side of code intelligence: the jedi worker process, the project index, writes.
 
-jedi runs in one worker process per server (:func:`jupyter_mcp.code_intel.serve`), started on
-the first code tool call and kept for the server's lifetime, so its parsed modules and answers
-stay cached between calls while its CPU time and garbage collection never hold the server's
-interpreter. Each request carries what changed in the project since the last one (files are
-compared by modification time and size), and waits at most ``code_timeout`` seconds: a call
-that takes longer stops the worker (the next call starts a fresh one) and fails clearly.
+jedi runs in one worker process per server (a :class:`~jupyter_mcp.worker.WorkerProcess`
+running :func:`jupyter_mcp.code_intel.worker_handler`), started on the first code tool call
+and kept for the server's lifetime, so its parsed modules and answers stay cached between calls
+while its CPU time and garbage collection never hold the server's interpreter. Each request
+carries what changed in the project since the last one (files are compared by modification
+time and size), and waits at most ``code_timeout`` seconds: a call that takes longer stops the
+worker (the next call starts a fresh one) and fails clearly.
 
 Refactorings come back as new text views; :func:`apply_changes` writes them all or none.
 """
@@ -15,12 +16,10 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-import subprocess
 import sys
 import threading
 import time
 from collections.abc import Callable
-from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +29,7 @@ from .documents import atomic_write, is_notebook, read_raw_text, read_text, writ
 from .errors import ToolError
 from .notebook_text import notebook_view, read_notebook
 from .project_walk import iter_project_files
+from .worker import WorkerFailed, WorkerProcess, WorkerTimeout
 
 DEFAULT_TIMEOUT = 30.0
 
@@ -154,10 +154,13 @@ class CodeIntel:
         self.environment_path = environment_path
         self.files = ProjectFiles(root, max_file_bytes)
         self._lock = threading.Lock()
-        self._proc: subprocess.Popen[bytes] | None = None
-        self._requests: Connection | None = None
-        self._answers: Connection | None = None
-        self._closed = False
+        self.worker = WorkerProcess(
+            "jupyter_mcp.code_intel",
+            str(root),
+            environment_path or "",
+            timeout=DEFAULT_TIMEOUT,
+            cwd=root,
+        )
 
     def call(self, method: str, *args: Any, timeout: float, what: str) -> Any:
         """Run ``Engine.method(*args)`` in the worker; stop it after ``timeout`` seconds."""
@@ -165,28 +168,26 @@ class CodeIntel:
         if not self._lock.acquire(timeout=timeout):
             raise self._timeout_error(what, timeout)
         try:
-            if self._closed:
+            if self.worker.closed:
                 raise ToolError("Code analysis is shut down on this server")
-            fresh = self._ensure_worker()
-            delta = self.files.delta(reset=fresh)
-            assert self._requests is not None and self._answers is not None
             try:
-                self._requests.send((method, args, delta))
-                if not self._answers.poll(max(0.0, deadline - time.monotonic())):
-                    self._stop_worker()
-                    raise self._timeout_error(what, timeout)
-                status, value = self._answers.recv()
-            except (EOFError, OSError) as e:
-                self._stop_worker()
+                # A new worker knows nothing yet: it gets the whole project.
+                fresh = self.worker.start()
+                delta = self.files.delta(reset=fresh)
+                return self.worker.call(
+                    (method, args, delta),
+                    timeout=max(0.0, deadline - time.monotonic()),
+                    start=False,  # one started since would miss the files sent before
+                )
+            except WorkerTimeout as e:
+                raise self._timeout_error(what, timeout) from e
+            except WorkerFailed as e:
                 raise ToolError(
                     f"{what} failed: the code-analysis process stopped unexpectedly ({e}); "
                     "try again"
                 ) from e
         finally:
             self._lock.release()
-        if status != "ok":
-            raise ToolError(value)
-        return value
 
     @staticmethod
     def _timeout_error(what: str, timeout: float) -> ToolError:
@@ -196,44 +197,6 @@ class CodeIntel:
             "or raise c.JupyterMCP.code_timeout"
         )
 
-    def _ensure_worker(self) -> bool:
-        """Start the worker if it is not running; True when it was (re)started."""
-        if self._proc is not None and self._proc.poll() is None:
-            return False
-        self._stop_worker()
-        package_parent = str(Path(__file__).resolve().parent.parent)
-        env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (package_parent, env.get("PYTHONPATH")) if p)
-        proc = subprocess.Popen(
-            [sys.executable, "-c", "from jupyter_mcp.code_intel import serve; serve()"],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            cwd=self.root,
-            env=env,
-        )
-        assert proc.stdin is not None and proc.stdout is not None
-        self._requests = Connection(os.dup(proc.stdin.fileno()), readable=False)
-        self._answers = Connection(os.dup(proc.stdout.fileno()), writable=False)
-        proc.stdin.close()
-        proc.stdout.close()
-        self._proc = proc
-        self._requests.send(
-            ("start", {"root": self.root, "environment_path": self.environment_path}, None)
-        )
-        return True
-
-    def _stop_worker(self) -> None:
-        for conn in (self._requests, self._answers):
-            if conn is not None:
-                with contextlib.suppress(OSError):
-                    conn.close()
-        self._requests = self._answers = None
-        proc, self._proc = self._proc, None
-        if proc is not None and proc.poll() is None:
-            proc.kill()
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                proc.wait(timeout=5)
-
     def forget(self, paths: list[Path]) -> None:
         """Send ``paths`` to the worker again with the next request (they were just written)."""
         with self._lock:
@@ -242,8 +205,7 @@ class CodeIntel:
     def close(self) -> None:
         """Stop the worker process for good."""
         with self._lock:
-            self._closed = True
-            self._stop_worker()
+            self.worker.close()
 
 
 def apply_changes(ctx: ToolContext, changes: Changes, notify: Callable[[Path], None]) -> None:

@@ -1,6 +1,6 @@
 """Code intelligence with jedi: symbols, references and refactorings across modules and notebooks.
 
-This is the analysis side. It runs in a separate worker process (see :func:`serve` and
+This is the analysis side. It runs in a separate worker process (see :func:`worker_handler` and
 :mod:`jupyter_mcp.code_client`), so jedi's CPU time and garbage collection never stall the Jupyter
 server, and a call over its time limit can be stopped for real.
 
@@ -858,46 +858,39 @@ def count_edits(old: str, new: str) -> int:
 REQUESTS = frozenset({"symbols", "references", "rename", "refactor"})
 
 
-def serve() -> None:
-    """Main loop of the worker process: answer the server's requests on stdin/stdout.
+class _Handler:
+    """The worker's side: one :class:`Engine`, made on the first request."""
 
-    A request is ``(method, args, delta)``; the first one is ``("start", kwargs, None)`` and
-    gets no answer. Others are answered ``("ok", value)`` or ``("error", message)``. Standard
-    output is moved to standard error first, so nothing else can write into the answer pipe.
-    """
-    from multiprocessing.connection import Connection
+    def __init__(self, root: str, environment_path: str = "") -> None:
+        self.root = Path(root)
+        self.environment_path = environment_path or None
+        self.engine: Engine | None = None
+        self.start_error: str | None = None
 
-    answer_fd = os.dup(1)
-    os.dup2(2, 1)
-    requests = Connection(0, writable=False)
-    answers = Connection(answer_fd, readable=False)
-    engine: Engine | None = None
-    start_error = "the analysis engine was not started"
-    while True:
-        try:
-            method, args, delta = requests.recv()
-        except (EOFError, OSError):
-            return  # the server went away
-        if method == "start":  # not answered: the next request's answer reports a failure
+    def __call__(self, request: tuple[str, tuple[Any, ...], Delta | None]) -> Any:
+        """Apply the request's delta to the index, then run ``Engine.method(*args)``."""
+        method, args, delta = request
+        if self.engine is None and self.start_error is None:
             try:
-                engine = Engine(**args)
+                self.engine = Engine(self.root, environment_path=self.environment_path)
             except Exception as e:
-                start_error = f"jedi could not start ({type(e).__name__}: {e})"
-            continue
+                self.start_error = f"jedi could not start ({type(e).__name__}: {e})"
+        if self.engine is None:
+            raise ToolError(f"Code analysis failed: {self.start_error}")
+        if method not in REQUESTS:
+            raise ToolError(f"Unknown request {method!r}")
         try:
-            if engine is None:
-                answer: tuple[str, Any] = ("error", f"Code analysis failed: {start_error}")
-            elif method not in REQUESTS:
-                answer = ("error", f"Unknown request {method!r}")
-            else:
-                if delta is not None:
-                    engine.index.apply(delta)
-                answer = ("ok", getattr(engine, method)(*args))
-        except ToolError as e:
-            answer = ("error", e.message)
+            if delta is not None:
+                self.engine.index.apply(delta)
+            return getattr(self.engine, method)(*args)
+        except ToolError:
+            raise
         except Exception as e:  # an analysis bug must not take the worker down
-            answer = ("error", f"Code analysis failed ({type(e).__name__}: {e})")
-        try:
-            answers.send(answer)
-        except OSError:
-            return
+            raise ToolError(f"Code analysis failed ({type(e).__name__}: {e})") from e
+
+
+def worker_handler(root: str, environment_path: str = "") -> _Handler:
+    """The code-analysis worker (``python -m jupyter_mcp.worker jupyter_mcp.code_intel ROOT
+    [PYTHON]``, see :class:`jupyter_mcp.worker.WorkerProcess`): a request is ``(method, args,
+    delta)``, answered with the method's value."""
+    return _Handler(root, environment_path)

@@ -2,38 +2,34 @@
 
 :func:`search_content` and :func:`find_names` are pure functions over a refreshed
 :class:`~jupyter_mcp.search_index.ProjectIndex`. A server runs them in a child process
-(:class:`WorkerSearch`, ``python -m jupyter_mcp.search_engine``) that owns the index, its file
+(:class:`WorkerSearch`) that owns the index, its file
 watches and its text cache: a scan of a large tree then runs on another core and never holds
 the server's GIL, so the event loop stays responsive while searches run. :class:`LocalSearch`
 runs the same code in-process (tests, or when no child can be started).
 
-Wire format between server and worker: frames of a 4-byte big-endian length and UTF-8 JSON;
-``{"op", "args", "maxFileBytes", "cacheBytes"}`` one way, ``{"result"}`` or ``{"error"}`` back.
+The child is a :class:`~jupyter_mcp.worker.WorkerProcess` running :func:`worker_handler`; a
+request is ``(op, args)``, answered with the operation's result.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import re
-import select
-import struct
 import subprocess
-import sys
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import pathspec
 
 from .errors import ToolError
 from .search_index import DEFAULT_CACHE_BYTES, FileEntry, ProjectIndex
+from .worker import WorkerBusy, WorkerFailed, WorkerProcess, WorkerStartFailed, WorkerTimeout
 
 DEFAULT_MAX_RESULTS = 1000
 PREVIEW_CHARS = 200
-_FRAME = struct.Struct(">I")
 
 log = logging.getLogger("jupyter_mcp.search")
 
@@ -290,28 +286,6 @@ class LocalSearch:
         self.index.close()
 
 
-def _write_frame(stream: IO[bytes], value: Any) -> None:
-    data = json.dumps(value, ensure_ascii=False).encode("utf-8")
-    stream.write(_FRAME.pack(len(data)) + data)
-    stream.flush()
-
-
-def _read_exactly(stream: IO[bytes], size: int) -> bytes:
-    chunks = []
-    while size:
-        chunk = stream.read(size)
-        if not chunk:
-            raise EOFError("the other end closed the pipe")
-        chunks.append(chunk)
-        size -= len(chunk)
-    return b"".join(chunks)
-
-
-def _read_frame(stream: IO[bytes]) -> Any:
-    (size,) = _FRAME.unpack(_read_exactly(stream, _FRAME.size))
-    return json.loads(_read_exactly(stream, size))
-
-
 class WorkerSearch:
     """Runs searches in a child process that keeps the index (started on first use).
 
@@ -332,132 +306,78 @@ class WorkerSearch:
         self.max_file_bytes = max_file_bytes
         self.cache_bytes = cache_bytes
         self.timeout = timeout
-        self._proc: subprocess.Popen[bytes] | None = None
-        self._lock = threading.Lock()
-        self._closed = False
+        self.worker = WorkerProcess(
+            "jupyter_mcp.search_engine",
+            str(self.root),
+            str(max_file_bytes),
+            str(cache_bytes),
+            timeout=timeout,
+        )
 
-    def _start(self) -> subprocess.Popen[bytes]:
-        # The child imports this very package, wherever the server imported it from.
-        package_parent = str(Path(__file__).resolve().parent.parent)
-        python_path = os.environ.get("PYTHONPATH")
-        env = {
-            **os.environ,
-            "PYTHONPATH": package_parent + (os.pathsep + python_path if python_path else ""),
-        }
-        try:
-            return subprocess.Popen(
-                [sys.executable, "-m", "jupyter_mcp.search_engine", str(self.root)],
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                close_fds=True,
-                env=env,
-            )
-        except OSError as e:
-            raise ToolError(f"Could not start the search worker process: {e}") from e
+    @property
+    def _proc(self) -> subprocess.Popen[bytes] | None:
+        """The child process (None before the first search and after a stop)."""
+        return self.worker.proc
 
     def run(self, op: str, args: dict[str, Any]) -> Any:
         """Send one operation to the child and return its result (or raise its ToolError)."""
-        request = {
-            "op": op,
-            "args": args,
-            "maxFileBytes": self.max_file_bytes,
-            "cacheBytes": self.cache_bytes,
-        }
-        with self._lock:
-            if self._closed:
-                raise ToolError("The server is shutting down; search is not available")
-            for attempt in (1, 2):
-                proc = self._proc
-                if proc is None or proc.poll() is not None:
-                    proc = self._proc = self._start()
-                assert proc.stdin is not None and proc.stdout is not None
-                try:
-                    _write_frame(proc.stdin, request)
-                    ready, _, _ = select.select([proc.stdout], [], [], self.timeout)
-                    if not ready:
-                        self._stop(proc, kill=True)
-                        self._proc = None
-                        raise ToolError(
-                            f"The search took longer than {self.timeout:g} s and was stopped; "
-                            "narrow it (a simpler pattern, include globs)"
-                        )
-                    answer = _read_frame(proc.stdout)
-                    break
-                except (OSError, EOFError, ValueError) as e:
-                    log.warning("search worker failed (%s); restarting it", e)
-                    self._stop(proc)
-                    self._proc = None
-                    if attempt == 2:
-                        raise ToolError(f"The search worker process failed: {e}") from e
-        if "error" in answer:
-            raise ToolError(answer["error"])
-        return answer["result"]
-
-    @staticmethod
-    def _stop(proc: subprocess.Popen[bytes], *, kill: bool = False) -> None:
-        if kill:
-            proc.kill()
-        for stream in (proc.stdin, proc.stdout):
-            if stream is not None:
-                try:
-                    stream.close()
-                except OSError:
-                    pass
-        try:
-            proc.wait(timeout=2)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        if self.worker.closed:
+            raise ToolError("The server is shutting down; search is not available")
+        for attempt in (1, 2):
+            try:
+                return self.worker.call((op, args))
+            except WorkerBusy as e:
+                raise ToolError(
+                    f"Other searches kept the search worker busy for {self.timeout:g} s; try again"
+                ) from e
+            except WorkerTimeout as e:
+                raise ToolError(
+                    f"The search took longer than {self.timeout:g} s and was stopped; "
+                    "narrow it (a simpler pattern, include globs)"
+                ) from e
+            except WorkerStartFailed as e:
+                raise ToolError(f"Could not start the search worker process: {e}") from e
+            except WorkerFailed as e:
+                if self.worker.closed:
+                    raise ToolError("The server is shutting down; search is not available") from e
+                log.warning("search worker failed (%s); restarting it", e)
+                if attempt == 2:
+                    raise ToolError(f"The search worker process failed: {e}") from e
+        raise AssertionError("unreachable")
 
     def close(self) -> None:
         """Stop the child (it also exits by itself when the server's end of the pipe closes)."""
-        self._closed = True
-        with self._lock:
-            if self._proc is not None:
-                self._stop(self._proc)
-                self._proc = None
+        self.worker.close()
 
 
 # ------------------------------------------------------------------------------ the worker
 
 
-def serve(root: str, requests: IO[bytes], answers: IO[bytes]) -> None:
-    """The worker's loop: answer frames from ``requests`` until the stream closes."""
-    index: ProjectIndex | None = None
-    while True:
+class _Handler:
+    """The worker's side: the index, refreshed before each operation."""
+
+    def __init__(self, root: str, max_file_bytes: int, cache_bytes: int) -> None:
+        self.index = ProjectIndex(root, max_file_bytes=max_file_bytes, cache_bytes=cache_bytes)
+
+    def __call__(self, request: tuple[str, dict[str, Any]]) -> Any:
+        """Run one ``(op, args)`` request over the refreshed index."""
+        op, args = request
         try:
-            request = _read_frame(requests)
-        except EOFError:
-            break
-        try:
-            limit = int(request["maxFileBytes"])
-            budget = int(request.get("cacheBytes", DEFAULT_CACHE_BYTES))
-            if index is None or index.max_file_bytes != limit or index.cache_bytes != budget:
-                if index is not None:
-                    index.close()
-                index = ProjectIndex(root, max_file_bytes=limit, cache_bytes=budget)
-            index.refresh()
-            answer: dict[str, Any] = {"result": OPERATIONS[request["op"]](index, **request["args"])}
-        except ToolError as e:
-            answer = {"error": e.message}
+            self.index.refresh()
+            return OPERATIONS[op](self.index, **args)
+        except ToolError:
+            raise
         except Exception as e:
             log.exception("search failed")
-            answer = {"error": f"Search failed: {type(e).__name__}: {e}"}
-        _write_frame(answers, answer)
-    if index is not None:
-        index.close()
+            raise ToolError(f"Search failed: {type(e).__name__}: {e}") from e
+
+    def close(self) -> None:
+        """Drop the index's file watches."""
+        self.index.close()
 
 
-def main() -> None:
-    """Entry point of ``python -m jupyter_mcp.search_engine ROOT``."""
-    requests = sys.stdin.buffer
-    answers = os.fdopen(os.dup(1), "wb")
-    # Anything printed by accident (Python or C) goes to stderr, never into the frames.
-    os.dup2(2, 1)
-    sys.stdout = sys.stderr
-    logging.basicConfig(level=logging.WARNING, format="[search worker] %(message)s")
-    serve(sys.argv[1], requests, answers)
-
-
-if __name__ == "__main__":
-    main()
+def worker_handler(root: str, max_file_bytes: str, cache_bytes: str) -> _Handler:
+    """The search worker (``python -m jupyter_mcp.worker jupyter_mcp.search_engine ROOT
+    MAX_FILE_BYTES CACHE_BYTES``, see :class:`jupyter_mcp.worker.WorkerProcess`): a request is
+    ``(op, args)`` (see :data:`OPERATIONS`), answered with the operation's result."""
+    return _Handler(root, int(max_file_bytes), int(cache_bytes))
