@@ -74,10 +74,10 @@ class ProjectFiles:
             self._stamps.clear()
         found = Delta(reset=reset)
         seen: set[Path] = set()
-        for walked, st in iter_project_files(
+        for walked, st, link in iter_project_files(
             self.root, (*PYTHON_SUFFIXES, NOTEBOOK_SUFFIX), skip_tool_dirs=True
         ):
-            path = Path(os.path.realpath(walked))
+            path = Path(os.path.realpath(walked)) if link else walked
             if path in seen or not path.name.endswith((*PYTHON_SUFFIXES, NOTEBOOK_SUFFIX)):
                 continue  # a link to another project file, or to a file of another kind
             seen.add(path)

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
@@ -163,17 +163,29 @@ class Member(NamedTuple):
     stat: os.stat_result | None
 
 
+class ProjectFile(NamedTuple):
+    """A file :func:`iter_project_files` found."""
+
+    #: Its path under the walked root's real path (for a symlink: the link's own path).
+    path: Path
+    #: Its stat (for a symlink: the target's).
+    stat: os.stat_result
+    #: True for a symlink (whose target is a regular file inside the root).
+    link: bool
+
+
 def inside(root: Path, target: str) -> bool:
     """Whether the real path ``target`` is ``root`` (a real path) or below it."""
     root_text = str(root)
     return target == root_text or target.startswith(root_text.rstrip(os.sep) + os.sep)
 
 
-def is_tool_dir(path: str, name: str) -> bool:
-    """Whether the folder holds tools' or dependencies' files rather than project code."""
+def is_tool_dir(name: str, names: Iterable[str] = ()) -> bool:
+    """Whether the folder called ``name`` (holding ``names``, when listed) holds tools' or
+    dependencies' files rather than project code."""
     if name.startswith(".") or name in TOOL_DIRS:
         return True
-    return any(os.path.exists(os.path.join(path, m)) for m in _ENVIRONMENT_MARKERS)
+    return any(marker in names for marker in _ENVIRONMENT_MARKERS)
 
 
 def classify(
@@ -192,8 +204,8 @@ def classify(
         if item.is_dir(follow_symlinks=False):
             if name in SKIPPED_DIRS or rules.ignored(rel, True):
                 return None
-            if skip_tool_dirs and is_tool_dir(item.path, name):
-                return None
+            if skip_tool_dirs and is_tool_dir(name):
+                return None  # environments are recognised by their content, once listed
             return Member(True, False, None)
         if item.is_symlink():
             target = os.path.realpath(item.path)
@@ -218,39 +230,46 @@ def iter_project_files(
     suffixes: tuple[str, ...] | None = None,
     *,
     skip_tool_dirs: bool = False,
-) -> Iterator[tuple[Path, os.stat_result]]:
+) -> Iterator[ProjectFile]:
     """Every project file below ``root`` (optionally only names ending in one of
-    ``suffixes``, compared case-insensitively) with its stat, folder by folder.
+    ``suffixes``, compared case-insensitively), in no particular order.
 
-    The paths are under the real path of ``root``; a symlinked file is given under its own
-    (link) path with its target's stat.
+    The paths are under the real path of ``root``, so only a symlinked file (``link``) has a
+    path that is not its real path.
     """
     top = Path(os.path.realpath(root))
     wanted = tuple(s.lower() for s in suffixes) if suffixes is not None else None
-    stack = [(str(top), "", folder_rules(root_rules(outer_rule_files(top)), str(top), ""))]
+    stack = [(str(top), "", root_rules(outer_rule_files(top)))]
     while stack:
         folder, rel, rules = stack.pop()
         try:
             with os.scandir(folder) as it:
-                listing = sorted(it, key=lambda e: e.name)
+                listing = list(it)
         except OSError:
             continue
+        names = {item.name for item in listing}
+        if rel and skip_tool_dirs and is_tool_dir("", names):
+            continue  # a virtualenv or conda environment
+        if IGNORE_FILE in names:
+            rules = folder_rules(rules, folder, rel)
         prefix = rel + "/" if rel else ""
         subfolders = []
         for item in listing:
-            if wanted is not None and not item.name.lower().endswith(wanted):
+            matches = wanted is None or item.name.lower().endswith(wanted)
+            if not matches:
                 # Only folders can still matter; skip the stat calls of other files.
-                with contextlib.suppress(OSError):
+                try:
                     if not item.is_dir(follow_symlinks=False):
                         continue
+                except OSError:
+                    continue
             child_rel = prefix + item.name
             member = classify(top, item, child_rel, rules, skip_tool_dirs=skip_tool_dirs)
             if member is None:
                 continue
             if member.is_dir:
                 subfolders.append((item.path, child_rel))
-            elif wanted is None or item.name.lower().endswith(wanted):
+            elif matches:
                 assert member.stat is not None
-                yield Path(item.path), member.stat
-        for path, child_rel in reversed(subfolders):
-            stack.append((path, child_rel, folder_rules(rules, path, child_rel)))
+                yield ProjectFile(Path(item.path), member.stat, member.link)
+        stack.extend((path, child_rel, rules) for path, child_rel in subfolders)

@@ -299,8 +299,8 @@ def _scan_project(root: Path) -> tuple[list[Path], bool]:
     files, VCS, tool and dependency folders and links leading outside the root left out)."""
     notebooks: list[Path] = []
     test_files = False
-    for path, _stat in iter_project_files(root, (".ipynb", ".py"), skip_tool_dirs=True):
-        name = path.name
+    for found in iter_project_files(root, (".ipynb", ".py"), skip_tool_dirs=True):
+        path, name = found.path, found.path.name
         if name.endswith(".ipynb"):
             notebooks.append(path)
         elif name.endswith(".py") and (name.startswith("test_") or name.endswith("_test.py")):

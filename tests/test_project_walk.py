@@ -16,7 +16,7 @@ from jupyter_mcp.project_walk import iter_project_files
 def _files(root: Path, *suffixes: str, **options: bool) -> list[str]:
     real = Path(os.path.realpath(root))
     found = iter_project_files(root, suffixes or None, **options)
-    return sorted(p.relative_to(real).as_posix() for p, _ in found)
+    return sorted(f.path.relative_to(real).as_posix() for f in found)
 
 
 def _write(root: Path, rel: str, text: str = "x\n") -> Path:
