@@ -17,29 +17,12 @@ import tempfile
 import time
 from pathlib import Path
 
-import nbformat
-
 sys.path.insert(0, str(Path(__file__).parent))
 from _server import jupyter_server, percentiles  # noqa: E402
+from bench_files import make_files  # noqa: E402  (the same module.py and analysis.ipynb)
 
 CHROMIUM = "/usr/bin/chromium"
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--no-first-run"]
-
-
-def make_files(root: Path) -> None:
-    (root / "module.py").write_text(
-        "".join(f"def f{i}(x):\n    return x + {i}\n\n" for i in range(300))
-    )
-    nb = nbformat.v4.new_notebook()
-    nb.metadata["kernelspec"] = {
-        "name": "python3",
-        "display_name": "Python 3",
-        "language": "python",
-    }
-    for i in range(40):
-        nb.cells.append(nbformat.v4.new_markdown_cell(f"## Step {i}\nSome explanation."))
-        nb.cells.append(nbformat.v4.new_code_cell(f"x{i} = {i}\nprint(x{i})"))
-    nbformat.write(nb, root / "analysis.ipynb")
 
 
 def main() -> None:

@@ -57,9 +57,9 @@ with '/' separators; absolute paths inside the root also work; nothing outside i
 text back keeps outputs and metadata of the cells you did not change.
 - Lines are 1-based and characters 0-based, except find_references, \
 refactor_code_at_location and symbol ranges, whose lines are 0-based.
-- Every tool returns at most 8000 characters per call. When a result is longer, a second text \
-block gives its total length and the resultStart to call again with (resultEnd - resultStart \
-<= 8000).
+- Every tool returns at most {window} characters per call. When a result is longer, a second \
+text block gives its total length and the resultStart to call again with (resultEnd - \
+resultStart <= {window}).
 - The active editor is the document focused in JupyterLab; editor tools need an open window.
 - A tool failure comes back as an isError result whose text says what to fix."""
 
@@ -351,7 +351,7 @@ class MCPSurface:
                 version=__version__,
                 title="Jupyter MCP",
                 description="A running Jupyter server as an IDE for AI agents.",
-                instructions=INSTRUCTIONS,
+                instructions=INSTRUCTIONS.format(window=ctx.settings.result_window),
                 get_tool_input_schema=self._input_schema,
                 on_list_tools=self._list_tools,
                 on_call_tool=self._call_tool,

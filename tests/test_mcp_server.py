@@ -82,6 +82,7 @@ async def test_handshake_gives_server_info_and_instructions(connect, mode):
         assert "relative to the project root" in instructions
         assert "percent-format" in instructions
         assert "resultStart" in instructions
+        assert "at most 8000 characters" in instructions
         assert "0-based" in instructions and "1-based" in instructions
 
 
