@@ -59,7 +59,9 @@ def get_symbols_in_file(ctx: ToolContext, pathInProject: str) -> dict[str, Any]:
     "find_references",
     "Find every reference of the symbol at a position across the project's Python modules and "
     "notebooks, the definition included (import aliases and attribute uses too). Lines and "
-    "characters are 0-based; each reference has path, line, character, endLine, endCharacter.",
+    "characters are 0-based; each reference has path, line, character, endLine, endCharacter. "
+    "Files ignored by .gitignore, virtual environments and links leading outside the project "
+    "are not part of it.",
     {"pathInProject": PATH, "line": LINE, "character": CHARACTER},
     required=["pathInProject", "line", "character"],
     read_only=True,
