@@ -341,7 +341,12 @@ async def test_stop_ends_what_the_task_started_in_the_background(
     # The background sleep ignores SIGINT and is not the task's own process: only signalling the
     # task's process group ends it.
     assert await _until_gone(f"sleep {marker}") == []
-    assert (jp_root_dir / "cleanup.txt").read_text().strip() == "terminated"
+    # The shell runs its trap once its foreground sleep has died: give it a moment to write.
+    cleanup = jp_root_dir / "cleanup.txt"
+    deadline = time.monotonic() + 10
+    while not cleanup.exists() and time.monotonic() < deadline:
+        await asyncio.sleep(0.05)
+    assert cleanup.read_text().strip() == "terminated"
 
 
 async def test_a_finished_task_leaves_nothing_running(ok: Any, jp_root_dir: Path) -> None:
