@@ -37,7 +37,11 @@ def call(jp_fetch: Any) -> Caller:
 
     async def _call(tool: str, _surface: str = "mcp", **arguments: Any) -> dict[str, Any]:
         parts = ["api", "mcp", tool] if _surface == "api" else ["mcp", tool]
-        response = await jp_fetch(*parts, method="POST", body=json.dumps(arguments))
+        # Some calls wait on purpose (waitMs, wait, timeouts of up to two minutes): the HTTP
+        # client must outwait them, beyond pytest-jupyter's 20 s default.
+        response = await jp_fetch(
+            *parts, method="POST", body=json.dumps(arguments), request_timeout=180
+        )
         assert response.code == 200
         return json.loads(response.body)
 
