@@ -221,6 +221,10 @@ def main() -> None:
             f"cold vs bare jedi (limits lifted, same answer): {cold_s / bare_s:.2f}x"
             "   (target <= 1.2x)"
         )
+        print(
+            "  (cold = the whole first call: the server starts its code-analysis worker then, "
+            "nothing is pre-started)"
+        )
         print(f"cold vs repeated: {cold_s / warm_s:.0f}x faster when repeated   (target >= 5x)")
         print(
             f"/api/status while the server works: p50 {p50:.1f} ms, p99 {p99:.1f} ms, "
