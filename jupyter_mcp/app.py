@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import fields
 from typing import Any
 
 from jupyter_server.extension.application import ExtensionApp
@@ -157,38 +158,18 @@ class JupyterMCP(ExtensionApp):
     tool_context: ToolContext
 
     def settings_snapshot(self) -> Settings:
-        """The current policies as the plain object tools read."""
-        return Settings(
-            read_only=self.read_only,
-            disabled_tools=frozenset(self.disabled_tools),
-            disabled_plugins=frozenset(self.disabled_plugins),
-            result_window=self.result_window,
-            max_body_bytes=self.max_body_bytes,
-            max_result_bytes=self.max_result_bytes,
-            max_file_bytes=self.max_file_bytes,
-            approval_timeout=self.approval_timeout,
-            action_approval_patterns=tuple(self.action_approval_patterns),
-            plugin_timeout=self.plugin_timeout,
-            search_max_file_bytes=self.search_max_file_bytes,
-            search_cache_bytes=self.search_cache_bytes,
-            code_timeout=self.code_timeout,
-        )
+        """The current policies as the plain object tools read (one trait per field)."""
+        values: dict[str, Any] = {}
+        for f in fields(Settings):
+            value = getattr(self, f.name)
+            if isinstance(value, list):
+                # A snapshot is shared by concurrent calls: lists become immutable, of the
+                # field's own kind (frozenset or tuple).
+                value = type(f.default)(value)
+            values[f.name] = value
+        return Settings(**values)
 
-    @observe(
-        "read_only",
-        "disabled_tools",
-        "disabled_plugins",
-        "result_window",
-        "max_body_bytes",
-        "max_result_bytes",
-        "max_file_bytes",
-        "approval_timeout",
-        "action_approval_patterns",
-        "plugin_timeout",
-        "search_max_file_bytes",
-        "search_cache_bytes",
-        "code_timeout",
-    )
+    @observe(*(f.name for f in fields(Settings)))
     def _policy_changed(self, change: dict[str, Any]) -> None:
         if hasattr(self, "tool_context"):
             self.tool_context.settings = self.settings_snapshot()

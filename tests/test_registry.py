@@ -180,3 +180,20 @@ def test_writing_tools_are_destructive_unless_they_only_add():
         "toggle_debugger_breakpoint",
     ):
         assert hints[name] is False, name
+
+
+def test_every_setting_is_a_trait_and_reaches_the_snapshot():
+    from dataclasses import fields
+
+    from jupyter_mcp.app import JupyterMCP
+
+    app = JupyterMCP()
+    for f in fields(Settings):
+        assert app.has_trait(f.name), f.name
+    app.disabled_tools = ["wait"]
+    app.action_approval_patterns = ["x:*"]
+    app.code_timeout = 3.0
+    snapshot = app.settings_snapshot()
+    assert snapshot.disabled_tools == frozenset({"wait"})
+    assert snapshot.action_approval_patterns == ("x:*",)
+    assert snapshot.code_timeout == 3.0
