@@ -13,6 +13,7 @@ import json
 import os
 import re
 import time
+from abc import abstractmethod
 from typing import Any
 from urllib.parse import urlparse
 
@@ -102,53 +103,42 @@ def environment(handler: MCPBaseHandler) -> dict[str, Any]:
     }
 
 
-class InitializeHandler(MCPBaseHandler):
-    """``/mcp/initialize``: server information in the JSON-RPC shape of the seed spec."""
+class SeedInfoHandler(MCPBaseHandler):
+    """GET or POST answering ``{"jsonrpc": "2.0", "id": 0, "result": ...}``, as the seed spec."""
 
-    def _answer(self) -> None:
-        self.send_json(
-            {
-                "jsonrpc": "2.0",
-                "id": 0,
-                "result": {
-                    "protocolVersion": "2024-11-05",
-                    "capabilities": {"tools": {"listChanged": True}, "resources": {}},
-                    "serverInfo": {"name": "jupyter-mcp", "version": __version__},
-                    "environment": environment(self),
-                },
-            }
-        )
+    @abstractmethod
+    def result(self) -> dict[str, Any]:
+        """The ``result`` member of the answer."""
 
     @web.authenticated
     @authorized
     def get(self) -> None:
-        self._answer()
+        self.send_json({"jsonrpc": "2.0", "id": 0, "result": self.result()})
 
-    @web.authenticated
-    @authorized
-    def post(self) -> None:
-        self._answer()
+    post = get
 
 
-class StatusHandler(MCPBaseHandler):
+class InitializeHandler(SeedInfoHandler):
+    """``/mcp/initialize``: server information."""
+
+    def result(self) -> dict[str, Any]:
+        return {
+            "protocolVersion": "2024-11-05",
+            "capabilities": {"tools": {"listChanged": True}, "resources": {}},
+            "serverInfo": {"name": "jupyter-mcp", "version": __version__},
+            "environment": environment(self),
+        }
+
+
+class StatusHandler(SeedInfoHandler):
     """``/mcp/status``: running state and workspace."""
 
-    def _answer(self) -> None:
+    def result(self) -> dict[str, Any]:
         result: dict[str, Any] = {"status": "running", "environment": environment(self)}
         extra = self.ctx.services.get("status_extra")
         if callable(extra):
             result.update(extra())
-        self.send_json({"jsonrpc": "2.0", "id": 0, "result": result})
-
-    @web.authenticated
-    @authorized
-    def get(self) -> None:
-        self._answer()
-
-    @web.authenticated
-    @authorized
-    def post(self) -> None:
-        self._answer()
+        return result
 
 
 class ListToolsHandler(MCPBaseHandler):
