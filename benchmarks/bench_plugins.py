@@ -19,9 +19,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from jupyter_mcp.context import ToolContext
-from jupyter_mcp.plugins import Plugin
-from jupyter_mcp.registry import Registry, Tool
+from jupyter_mcp.core.context import ToolContext
+from jupyter_mcp.core.registry import Registry, Tool
+from jupyter_mcp.plugins.host import Plugin
 
 SCHEMA = {
     "type": "object",

@@ -8,8 +8,8 @@ __version__ = "0.1.0"
 
 
 def stdio_command(root_dir: Any = None) -> list[str] | None:
-    """The argv of the stdio bridge for the running server (see :mod:`jupyter_mcp.launcher`)."""
-    from .launcher import stdio_command as _stdio_command
+    """The argv of the stdio bridge for the running server (see :mod:`jupyter_mcp.cli.launcher`)."""
+    from .cli.launcher import stdio_command as _stdio_command
 
     return _stdio_command(root_dir)
 

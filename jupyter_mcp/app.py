@@ -10,12 +10,12 @@ from jupyter_server.extension.application import ExtensionApp
 from traitlets import Bool, Float, Int, List, TraitError, Unicode, Union, observe, validate
 
 from . import __version__
-from .context import ACTION_APPROVAL_PATTERNS, Settings, ToolContext
-from .editor import EditorBridge
-from .execution import install_execution_services, stop_execution_services
-from .plugins import PluginHost, load_plugins
-from .registry import Registry
-from .seed_port import SeedPortListener, parse_port_range
+from .core.context import ACTION_APPROVAL_PATTERNS, Settings, ToolContext
+from .core.registry import Registry
+from .execution.services import install_execution_services, stop_execution_services
+from .lab.editor import EditorBridge
+from .plugins.host import PluginHost, load_plugins
+from .surfaces.seed_port import SeedPortListener, parse_port_range
 from .tools import builtin_tools
 
 
@@ -238,20 +238,20 @@ class JupyterMCP(ExtensionApp):
 
     def initialize_handlers(self) -> None:
         """Register the seed REST and proxy REST routes under the server's base_url."""
-        from .handlers import default_handlers
+        from .surfaces.rest import default_handlers
 
         self.handlers.extend(default_handlers())
 
     async def _start_jupyter_server_extension(self, serverapp: Any) -> None:
         """Start the standard MCP session manager once the event loop runs."""
-        from .mcp_server import start_surface
+        from .surfaces.mcp import start_surface
 
         await start_surface(self)
 
     async def stop_extension(self) -> None:
         """Close the seed port-range listener and the search index's file watches."""
         if hasattr(self, "tool_context"):
-            from .mcp_server import stop_surface
+            from .surfaces.mcp import stop_surface
 
             await stop_surface(self)
             await stop_execution_services(self.tool_context)

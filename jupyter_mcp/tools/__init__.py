@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import importlib
 
-from ..registry import Tool
+from ..core.registry import Tool
 
 #: Modules under ``jupyter_mcp.tools`` that declare ``tools = ToolSet()``.
 TOOL_MODULES = [

@@ -3,7 +3,7 @@
 ``list_available_actions`` lists the commands a user could run now in the active JupyterLab
 window (enabled, visible, with a label). ``execute_action_by_id`` runs one without waiting for
 it to finish. Commands that act on the server (see
-:data:`~jupyter_mcp.context.ACTION_APPROVAL_PATTERNS`, configurable as
+:data:`~jupyter_mcp.core.context.ACTION_APPROVAL_PATTERNS`, configurable as
 ``c.JupyterMCP.action_approval_patterns``) run only after the user approves them in JupyterLab.
 """
 
@@ -12,9 +12,9 @@ from __future__ import annotations
 import fnmatch
 from typing import Any
 
-from ..context import ToolContext
-from ..errors import ToolError
-from ..registry import ToolSet
+from ..core.context import ToolContext
+from ..core.errors import ToolError
+from ..core.registry import ToolSet
 from .editor import NO_WINDOW, _bridge
 
 tools = ToolSet()

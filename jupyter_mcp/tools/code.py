@@ -1,6 +1,6 @@
 """Code tools (spec 15–17): symbols of a file, references of a symbol, refactorings.
 
-The work is jedi's (see :mod:`jupyter_mcp.code_intel`); positions are 0-based lines and
+The work is jedi's (see :mod:`jupyter_mcp.code.engine`); positions are 0-based lines and
 characters of the file's text view, so a notebook's positions are those of the percent-format
 script ``get_file_text_by_path`` returns.
 """
@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..code_client import apply_changes, engine, load_source, timeout
-from ..code_intel import REFACTOR_TYPES, Source, check_identifier, check_position
-from ..context import ToolContext
-from ..documents import notify_written
-from ..errors import ToolError
-from ..registry import ToolSet
+from ..code.client import apply_changes, engine, load_source, timeout
+from ..code.engine import REFACTOR_TYPES, Source, check_identifier, check_position
+from ..core.context import ToolContext
+from ..core.errors import ToolError
+from ..core.registry import ToolSet
+from ..documents.files import notify_written
 
 tools = ToolSet()
 

@@ -1,6 +1,6 @@
 """Debug tools (spec 18–19): line breakpoints kept by the server.
 
-Breakpoints live in the :class:`~jupyter_mcp.breakpoints.BreakpointStore` of
+Breakpoints live in the :class:`~jupyter_mcp.execution.breakpoints.BreakpointStore` of
 ``ctx.services["breakpoints"]``; lines are 1-based and, for notebooks, lines of the
 percent-format text view every text tool uses.
 """
@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..breakpoints import BreakpointStore
-from ..context import ToolContext
-from ..documents import read_text
-from ..errors import ToolError
-from ..registry import ToolSet
+from ..core.context import ToolContext
+from ..core.errors import ToolError
+from ..core.registry import ToolSet
+from ..documents.files import read_text
+from ..execution.breakpoints import BreakpointStore
 
 tools = ToolSet()
 

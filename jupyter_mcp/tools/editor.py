@@ -11,11 +11,11 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from ..context import ToolContext
-from ..editor import EditorBridge, NoWindowError
-from ..errors import ToolError
-from ..notebook_text import apply_view
-from ..registry import ToolSet
+from ..core.context import ToolContext
+from ..core.errors import ToolError
+from ..core.registry import ToolSet
+from ..documents.notebook_view import apply_view
+from ..lab.editor import EditorBridge, NoWindowError
 
 tools = ToolSet()
 

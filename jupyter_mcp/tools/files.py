@@ -11,10 +11,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..context import ToolContext
-from ..documents import edit_text, locked, notify_written, read_text, write_text
-from ..errors import ToolError
-from ..registry import ToolSet
+from ..core.context import ToolContext
+from ..core.errors import ToolError
+from ..core.registry import ToolSet
+from ..documents.files import edit_text, locked, notify_written, read_text, write_text
 
 tools = ToolSet()
 

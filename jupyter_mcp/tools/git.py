@@ -1,6 +1,6 @@
 """Git tools (spec 27–36) and the grouped ``branch_action``, on the repository of the project.
 
-The git work lives in :mod:`jupyter_mcp.git_repo`; these declarations open the repository
+The git work lives in :mod:`jupyter_mcp.git.repo`; these declarations open the repository
 (holding its lock), call one operation and tell open editors about files a branch switch,
 pull or merge changed. Before such an operation rewrites files, :func:`_protect_files` refuses
 it when one of them has unsaved edits in JupyterLab and holds those files' locks meanwhile.
@@ -15,11 +15,11 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from ..context import ToolContext
-from ..documents import notify_written
-from ..errors import ToolError
-from ..git_repo import GitProject, open_repository
-from ..registry import ToolSet
+from ..core.context import ToolContext
+from ..core.errors import ToolError
+from ..core.registry import ToolSet
+from ..documents.files import notify_written
+from ..git.repo import GitProject, open_repository
 
 tools = ToolSet()
 
@@ -38,7 +38,7 @@ def _protect_files(ctx: ToolContext, paths: list[Path]) -> Iterator[None]:
     A branch switch, pull or merge calls this with the files it is about to rewrite, before
     touching any: an editor with unsaved changes would otherwise skip the reload and its next
     save would silently put the old version back. The locks (taken in sorted order, as
-    :func:`~jupyter_mcp.code_client.apply_changes` does) keep file tools from writing one of
+    :func:`~jupyter_mcp.code.client.apply_changes` does) keep file tools from writing one of
     them while git does.
     """
     resolved: set[Path] = set()

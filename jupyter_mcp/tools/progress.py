@@ -12,9 +12,9 @@ import contextlib
 import time
 from typing import Any
 
-from ..background import Activity
-from ..context import ToolContext
-from ..registry import ToolSet
+from ..core.context import ToolContext
+from ..core.registry import ToolSet
+from ..execution.processes import Activity
 
 tools = ToolSet()
 

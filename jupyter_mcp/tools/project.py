@@ -10,9 +10,9 @@ from typing import Any
 
 from packaging.requirements import InvalidRequirement, Requirement
 
-from ..context import ToolContext
-from ..errors import ToolError
-from ..registry import ToolSet
+from ..core.context import ToolContext
+from ..core.errors import ToolError
+from ..core.registry import ToolSet
 
 if sys.version_info >= (3, 11):
     import tomllib

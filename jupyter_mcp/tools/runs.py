@@ -1,8 +1,8 @@
 """Run configuration tools (spec 20–21), plus following and stopping a run.
 
-Configurations come from the project (see :mod:`jupyter_mcp.run_configs`); a run executes in
-a kernel the server manages, and ``get_run_output`` / ``stop_run_configuration`` follow and
-stop it.
+Configurations come from the project (see :mod:`jupyter_mcp.execution.run_configs`); a run
+executes in a kernel the server manages, and ``get_run_output`` / ``stop_run_configuration``
+follow and stop it.
 """
 
 from __future__ import annotations
@@ -10,10 +10,10 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from ..context import ToolContext
-from ..errors import ToolError
-from ..registry import ToolSet
-from ..run_configs import RunConfig, RunManager, discover
+from ..core.context import ToolContext
+from ..core.errors import ToolError
+from ..core.registry import ToolSet
+from ..execution.run_configs import RunConfig, RunManager, discover
 
 tools = ToolSet()
 

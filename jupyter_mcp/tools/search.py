@@ -1,10 +1,10 @@
 """Search tools (spec 13–14): text in project files, and files by name.
 
-The work happens in :mod:`jupyter_mcp.search_engine` over a
-:class:`~jupyter_mcp.search_index.ProjectIndex` (ignore rules, VCS folders, binary and large
+The work happens in :mod:`jupyter_mcp.search.engine` over a
+:class:`~jupyter_mcp.search.index.ProjectIndex` (ignore rules, VCS folders, binary and large
 files skipped, notebooks as their percent-format view). In a server the index lives in a worker
 process started on the first search and kept in ``ctx.services["search_index"]``; a context
-outside a server (or one given a :class:`~jupyter_mcp.search_engine.LocalSearch`) searches
+outside a server (or one given a :class:`~jupyter_mcp.search.engine.LocalSearch`) searches
 in-process. The tool functions are plain, so the registry runs them in a worker thread: the
 event loop never waits on a walk.
 """
@@ -14,9 +14,9 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from ..context import ToolContext
-from ..registry import ToolSet
-from ..search_engine import DEFAULT_MAX_RESULTS, LocalSearch, Query, WorkerSearch, globs
+from ..core.context import ToolContext
+from ..core.registry import ToolSet
+from ..search.engine import DEFAULT_MAX_RESULTS, LocalSearch, Query, WorkerSearch, globs
 
 tools = ToolSet()
 

@@ -13,17 +13,17 @@ import platform
 import shlex
 from typing import Any
 
-from ..background import (
+from ..core.context import ToolContext
+from ..core.errors import ToolError
+from ..core.registry import ToolSet
+from ..execution.processes import (
     DEFAULT_TIMEOUT_MS,
     MAX_TIMEOUT_MS,
     OUTPUT_CAP_BYTES,
     BackgroundCommands,
     run_shell,
 )
-from ..context import ToolContext
-from ..errors import ToolError
-from ..project_terminal import TERMINAL_NAME, ProjectTerminal
-from ..registry import ToolSet
+from ..execution.terminal import TERMINAL_NAME, ProjectTerminal
 
 tools = ToolSet()
 

@@ -1,0 +1,7 @@
+"""``python -m jupyter_mcp.cli``: the ``jupyter-mcp`` command without its console script."""
+
+import sys
+
+from .relay import main
+
+sys.exit(main())

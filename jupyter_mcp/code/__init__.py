@@ -1,0 +1,1 @@
+"""Code intelligence: jedi in a worker process, and refactorings written through documents."""

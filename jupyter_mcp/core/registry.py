@@ -1,0 +1,447 @@
+"""The tool registry: every tool is declared once here and every surface reads it.
+
+A tool is a function over plain data and a :class:`~jupyter_mcp.core.context.ToolContext`. The
+registry validates arguments against the tool's JSON schema, applies the server's policies
+(read-only mode, disabled tools, approval), runs the function off the event loop and cuts the
+result window the caller asked for.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import copy
+import functools
+import inspect
+import json
+import logging
+import math
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import ValidationError
+from jsonschema.validators import validator_for
+
+from .errors import ToolError
+
+if TYPE_CHECKING:
+    from .context import ToolContext
+
+WINDOW_PROPERTIES: dict[str, Any] = {
+    "resultStart": {
+        "type": "integer",
+        "minimum": 0,
+        "maximum": 9007199254740991,
+        "default": 0,
+        "description": "First character offset of the result to return. Use 0 for the first call.",
+    },
+    "resultEnd": {
+        "type": "integer",
+        "minimum": 1,
+        "maximum": 9007199254740991,
+        "default": 8000,
+        "description": (
+            "Exclusive end offset. resultEnd - resultStart must be at most 8000. "
+            "Increment resultStart by 8000 to page through large results."
+        ),
+    },
+}
+
+
+@dataclass
+class Tool:
+    """One tool: its wire declaration, its policy flags and the function that does the work.
+
+    ``fn`` is called as ``fn(ctx, **arguments)``; a plain function runs in a worker thread, a
+    coroutine function on the event loop. It returns a JSON value (a string, object or array)
+    or raises :class:`ToolError`.
+    """
+
+    name: str
+    description: str
+    properties: dict[str, Any]
+    fn: Callable[..., Any]
+    required: list[str] = field(default_factory=list)
+    title: str | None = None
+    read_only: bool = False
+    # None means MCP's own default: a tool that writes may destroy (overwrite, run commands).
+    destructive: bool | None = None
+    idempotent: bool = False
+    open_world: bool = False
+    # Extra fields are refused unless the tool passes them through (grouped tools do).
+    additional_properties: bool = False
+    # True, or a predicate over the arguments, when a call must be approved in the window.
+    needs_approval: bool | Callable[[dict[str, Any]], bool] = False
+    # The plugin a tool comes from; None for built-in tools.
+    plugin: str | None = None
+    # A complete JSON Schema used as is instead of the one built from ``properties`` (plugins).
+    schema: dict[str, Any] | None = None
+    # Arguments larger than this, serialised as JSON, are refused before validation.
+    max_argument_bytes: int | None = None
+    _validator: Any = field(default=None, init=False, repr=False)
+
+    @property
+    def input_schema(self) -> dict[str, Any]:
+        """The schema of the tool's own arguments (without the result window)."""
+        if self.schema is not None:
+            return copy.deepcopy(self.schema)
+        schema: dict[str, Any] = {"type": "object", "properties": self.properties}
+        if self.required:
+            schema["required"] = list(self.required)
+        if not self.additional_properties:
+            schema["additionalProperties"] = False
+        return schema
+
+    def advertised_schema(self) -> dict[str, Any]:
+        """The schema clients see: the tool's arguments plus ``resultStart``/``resultEnd``."""
+        schema = self.input_schema
+        schema["properties"] = {**schema.get("properties", {}), **WINDOW_PROPERTIES}
+        return schema
+
+    @property
+    def annotations(self) -> dict[str, Any]:
+        """MCP tool annotations, every hint spelled out."""
+        return {
+            "title": self.title or self.name.replace("_", " ").capitalize(),
+            "readOnlyHint": self.read_only,
+            "destructiveHint": (
+                self.destructive if self.destructive is not None else not self.read_only
+            ),
+            "idempotentHint": self.idempotent,
+            "openWorldHint": self.open_world,
+        }
+
+    def validate(self, arguments: dict[str, Any]) -> None:
+        """Raise a :class:`ToolError` naming the field when ``arguments`` break the schema."""
+        if self.max_argument_bytes is not None:
+            size = len(json.dumps(arguments, ensure_ascii=False).encode("utf-8"))
+            if size > self.max_argument_bytes:
+                raise ToolError(
+                    f"Arguments for {self.name} are {size} bytes, over the limit of "
+                    f"{self.max_argument_bytes} bytes; nothing was done"
+                )
+        if self._validator is None:
+            schema = self.input_schema
+            self._validator = validator_for(schema, default=Draft202012Validator)(schema)
+        error = next(iter(sorted(self._validator.iter_errors(arguments), key=_error_rank)), None)
+        if error is not None:
+            raise ToolError(
+                f"Invalid arguments for {self.name}: {describe_validation_error(error)}"
+            )
+
+    def approval_needed(self, arguments: dict[str, Any]) -> bool:
+        """Whether this call has to be approved by the user before it runs."""
+        if callable(self.needs_approval):
+            return bool(self.needs_approval(arguments))
+        return bool(self.needs_approval)
+
+
+def _error_rank(error: ValidationError) -> tuple[int, str]:
+    # Report a missing field before a type problem deeper down; then by path for stability.
+    return (0 if error.validator == "required" else 1, json.dumps(list(error.absolute_path)))
+
+
+def describe_validation_error(error: ValidationError) -> str:
+    """A one-line description of a schema violation that names the offending field."""
+    where = ".".join(str(p) for p in error.absolute_path)
+    if error.validator == "required":
+        missing = [name for name in error.validator_value if name not in (error.instance or {})]
+        prefix = f"{where}." if where else ""
+        return f"missing required field '{prefix}{missing[0] if missing else error.message}'"
+    if error.validator == "additionalProperties":
+        extra = sorted(set(error.instance) - set(error.schema.get("properties", {})))
+        prefix = f"{where}." if where else ""
+        return "unknown field " + ", ".join(f"'{prefix}{e}'" for e in extra)
+    if error.validator == "type":
+        expected = error.validator_value
+        expected_text = " or ".join(expected) if isinstance(expected, list) else expected
+        return (
+            f"field '{where}' must be {_article(expected_text)} {expected_text}, "
+            f"got {_json_type(error.instance)}"
+        )
+    if error.validator == "enum":
+        options = ", ".join(json.dumps(v) for v in error.validator_value)
+        return f"field '{where}' must be one of {options}, got {json.dumps(error.instance)}"
+    return f"field '{where}': {error.message}" if where else error.message
+
+
+def _article(word: str) -> str:
+    return "an" if word[:1] in "aeiou" else "a"
+
+
+def _json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int | float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    return "object"
+
+
+class ToolSet:
+    """Collects the tools of one module: ``tools = ToolSet()`` then ``@tools.tool(...)``."""
+
+    def __init__(self) -> None:
+        self.tools: list[Tool] = []
+
+    def tool(
+        self,
+        name: str,
+        description: str,
+        properties: dict[str, Any] | None = None,
+        *,
+        required: Iterable[str] = (),
+        **flags: Any,
+    ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+        """Declare ``fn`` as the tool ``name``; ``flags`` are :class:`Tool` fields."""
+
+        def register(fn: Callable[..., Any]) -> Callable[..., Any]:
+            self.tools.append(
+                Tool(
+                    name=name,
+                    description=description,
+                    properties=properties or {},
+                    required=list(required),
+                    fn=fn,
+                    **flags,
+                )
+            )
+            return fn
+
+        return register
+
+    def __iter__(self):  # type: ignore[no-untyped-def]
+        return iter(self.tools)
+
+
+@dataclass
+class CallResult:
+    """A tool's answer: its JSON value and the text form the result window is cut from."""
+
+    value: Any
+    text: str
+    total_length: int
+    window: tuple[int, int] | None = None
+
+    @property
+    def more(self) -> bool:
+        """True when the window stopped before the end of the whole result."""
+        return self.window is not None and self.window[1] < self.total_length
+
+
+def result_text(value: Any) -> str:
+    """The text form of a result: strings as they are, anything else as JSON."""
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False)
+
+
+def parse_window(arguments: dict[str, Any], max_window: int) -> tuple[int, int] | None:
+    """Take ``resultStart``/``resultEnd`` out of ``arguments``; None when neither was given."""
+    # An explicit null is a wrong type like any other (the schema says integer), not "absent".
+    for label in ("resultStart", "resultEnd"):
+        if label in arguments and arguments[label] is None:
+            raise ToolError(f"Invalid arguments: field '{label}' must be an integer, got null")
+    start = arguments.pop("resultStart", None)
+    end = arguments.pop("resultEnd", None)
+    if start is None and end is None:
+        return None
+    for label, value in (("resultStart", start), ("resultEnd", end)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+            raise ToolError(f"Invalid arguments: field '{label}' must be an integer")
+    start = 0 if start is None else start
+    end = start + max_window if end is None else end
+    if start < 0:
+        raise ToolError("Invalid arguments: resultStart must be at least 0")
+    if end < 1 or end <= start:
+        raise ToolError("Invalid arguments: resultEnd must be greater than resultStart")
+    if end - start > max_window:
+        raise ToolError(f"Invalid arguments: resultEnd - resultStart must be at most {max_window}")
+    return start, end
+
+
+#: ``observer(name, arguments, ok, error, duration_ms)``, told after every call on every surface.
+CallObserver = Callable[[str, dict[str, Any], bool, "str | None", float], None]
+
+
+class Registry:
+    """All tools of the server, filtered by the context's policies on every request."""
+
+    def __init__(self, tools: Iterable[Tool] = ()) -> None:
+        self._tools: dict[str, Tool] = {}
+        #: Told about each finished call (the JupyterLab activity panel listens here).
+        self.observers: list[CallObserver] = []
+        for tool in tools:
+            self.add(tool)
+
+    def add(self, tool: Tool) -> None:
+        """Register ``tool``; a name may be registered once."""
+        if tool.name in self._tools:
+            raise ValueError(f"Tool {tool.name!r} is registered twice")
+        self._tools[tool.name] = tool
+
+    def remove(self, name: str) -> None:
+        """Withdraw a tool (plugins that were disabled or withheld)."""
+        self._tools.pop(name, None)
+
+    def all(self) -> list[Tool]:
+        """Every registered tool, whatever the policies say."""
+        return list(self._tools.values())
+
+    def visible(self, ctx: ToolContext) -> list[Tool]:
+        """The tools a client may see now, in a stable order."""
+        return [t for t in self._tools.values() if self._refusal(t, ctx) is None]
+
+    def get(self, name: str, ctx: ToolContext) -> Tool:
+        """The tool called ``name``, or a :class:`ToolError` saying why it cannot be called."""
+        tool = self._tools.get(name)
+        if tool is None:
+            raise ToolError(f"Unknown tool: {name}")
+        refusal = self._refusal(tool, ctx)
+        if refusal:
+            raise ToolError(refusal)
+        return tool
+
+    def _refusal(self, tool: Tool, ctx: ToolContext) -> str | None:
+        settings = ctx.settings
+        if tool.name in settings.disabled_tools:
+            return f"Tool {tool.name} is disabled on this server"
+        if tool.plugin is not None and tool.plugin in settings.disabled_plugins:
+            return f"Tool {tool.name} is disabled on this server (plugin {tool.plugin} is disabled)"
+        if settings.read_only and not tool.read_only:
+            return f"Tool {tool.name} is not available: the server is in read-only mode"
+        return None
+
+    def listing(self, ctx: ToolContext) -> list[dict[str, Any]]:
+        """The seed ``list_tools`` form: name, description and input schema per tool."""
+        return [
+            {
+                "name": t.name,
+                "description": t.description,
+                "inputSchema": t.advertised_schema(),
+            }
+            for t in self.visible(ctx)
+        ]
+
+    async def call(
+        self,
+        name: str,
+        arguments: Any,
+        ctx: ToolContext,
+        *,
+        always_window: bool = False,
+    ) -> CallResult:
+        """Validate, approve and run one call; cut the result window.
+
+        With ``always_window`` (standard MCP) the window applies even when the caller gave
+        no ``resultStart``/``resultEnd``; otherwise only when asked for. Every call, failed or
+        not, is reported to :attr:`observers`.
+        """
+        started = time.perf_counter()
+        try:
+            result = await self._call(name, arguments, ctx, always_window=always_window)
+        except ToolError as e:
+            self._notify(name, arguments, False, str(e), started)
+            raise
+        except BaseException as e:
+            self._notify(name, arguments, False, f"{type(e).__name__}: {e}", started)
+            raise
+        self._notify(name, arguments, True, None, started)
+        return result
+
+    def _notify(
+        self, name: str, arguments: Any, ok: bool, error: str | None, started: float
+    ) -> None:
+        if not self.observers:
+            return
+        shown = dict(arguments) if isinstance(arguments, dict) else {}
+        duration_ms = (time.perf_counter() - started) * 1000
+        for observer in list(self.observers):
+            try:
+                observer(name, shown, ok, error, duration_ms)
+            except Exception:  # an observer must never break a call
+                logging.getLogger("jupyter_mcp").exception("Call observer %r failed", observer)
+
+    async def _call(
+        self, name: str, arguments: Any, ctx: ToolContext, *, always_window: bool
+    ) -> CallResult:
+        tool = self.get(name, ctx)
+        if arguments is None:
+            arguments = {}
+        if not isinstance(arguments, dict):
+            raise ToolError(
+                f"Invalid arguments for {name}: expected a JSON object, got {_json_type(arguments)}"
+            )
+        arguments = dict(arguments)
+        non_finite = _non_finite_number(arguments)
+        if non_finite is not None:
+            # NaN/Infinity pass "type": "number" but no tool can use them (a NaN wait never ends).
+            where, value = non_finite
+            raise ToolError(
+                f"Invalid arguments for {name}: field '{where}' must be a finite number, "
+                f"got {value}"
+            )
+        window = parse_window(arguments, ctx.settings.result_window)
+        tool.validate(arguments)
+        if tool.approval_needed(arguments):
+            await ctx.request_approval(tool, arguments)
+        try:
+            value = await run_tool(tool, ctx, arguments)
+        except (ToolError, asyncio.CancelledError):
+            raise
+        except Exception as e:
+            # A bug, not bad input: the agent gets a message, the log the traceback.
+            ctx.log.exception("jupyter_mcp: tool %s raised", name)
+            raise ToolError(f"{name} failed unexpectedly: {type(e).__name__}: {e}") from e
+        text = result_text(value)
+        if window is None and always_window:
+            window = (0, ctx.settings.result_window)
+        if window is None:
+            limit = ctx.settings.max_result_bytes
+            if len(text) > limit and len(text.encode("utf-8")) > limit:
+                raise ToolError(
+                    f"The result of {name} is {len(text.encode('utf-8'))} bytes, over the "
+                    f"server's limit of {limit}; read it in windows with resultStart/resultEnd"
+                )
+            return CallResult(value=value, text=text, total_length=len(text))
+        start, end = window
+        return CallResult(value=value, text=text[start:end], total_length=len(text), window=window)
+
+
+def _non_finite_number(arguments: dict[str, Any]) -> tuple[str, float] | None:
+    """The first NaN or infinite number in ``arguments`` (as its dotted field path), if any.
+
+    Python's JSON decoders (and pydantic's) accept ``NaN``/``Infinity`` literals, which JSON
+    itself does not have; walked without recursion since values may nest deeply.
+    """
+    stack: list[tuple[tuple[Any, ...], Any]] = [((), arguments)]
+    while stack:
+        path, value = stack.pop()
+        if isinstance(value, float) and not math.isfinite(value):
+            return ".".join(str(p) for p in path), value
+        if isinstance(value, dict):
+            stack.extend(((*path, k), v) for k, v in value.items())
+        elif isinstance(value, list):
+            stack.extend(((*path, i), v) for i, v in enumerate(value))
+    return None
+
+
+async def run_tool(tool: Tool, ctx: ToolContext, arguments: dict[str, Any]) -> Any:
+    """Run the tool's function: coroutines on the loop, plain functions in a worker thread.
+
+    Threads come from the context's own executor when it has one: tools that wait on git,
+    jedi or search workers hold a thread for seconds, and must not starve asyncio's default
+    pool, which the server needs for DNS look-ups and its own file work.
+    """
+    if inspect.iscoroutinefunction(tool.fn):
+        return await tool.fn(ctx, **arguments)
+    call = functools.partial(contextvars.copy_context().run, tool.fn, ctx, **arguments)
+    return await asyncio.get_running_loop().run_in_executor(ctx.executor, call)

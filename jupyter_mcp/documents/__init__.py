@@ -1,0 +1,1 @@
+"""The one read/write path for project files, and notebooks as percent-format text."""

@@ -1,0 +1,1 @@
+"""The git domain (GitPython) behind the git tools."""

@@ -1,0 +1,1 @@
+"""The link to JupyterLab windows: active editor, approvals, activity, breakpoint sync."""

@@ -1,0 +1,163 @@
+"""Breakpoints between the server's store and JupyterLab's debugger, both ways.
+
+The store (``ctx.services["breakpoints"]``) keeps absolute paths and 1-based lines; in a
+notebook a line is a line of its percent-format view. JupyterLab's debugger keeps breakpoints
+per cell, with lines counted inside the cell. This module translates: it tells windows the
+breakpoints of every file (with, for notebooks, each cell's lines by cell id), and turns a
+window's report of the debugger's breakpoints in one document into store changes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..core.errors import ToolError
+from ..documents.files import is_notebook, read_raw_text
+from ..documents.notebook_view import notebook_view, read_notebook
+
+if TYPE_CHECKING:
+    from .editor import EditorBridge
+
+log = logging.getLogger("jupyter_mcp")
+
+HEADER = "# %%"
+
+
+def cell_header_lines(nb: Any) -> list[int] | None:
+    """The 1-based view line of each cell's ``# %%`` header; None when they do not map 1:1."""
+    lines = notebook_view(nb).splitlines()
+    headers = [i + 1 for i, text in enumerate(lines) if text.startswith(HEADER)]
+    return headers if len(headers) == len(nb.cells) else None
+
+
+def view_lines_by_cell(nb: Any, lines: set[int]) -> list[dict[str, Any]]:
+    """``[{"id", "lines"}]``: the view ``lines`` as lines inside each cell (1-based)."""
+    headers = cell_header_lines(nb)
+    if headers is None:
+        return []
+    cells = []
+    for index, cell in enumerate(nb.cells):
+        first = headers[index] + 1
+        count = len(cell.source.splitlines())
+        inside = sorted(line - first + 1 for line in lines if first <= line < first + count)
+        if inside:
+            cells.append({"id": cell.get("id"), "lines": inside})
+    return cells
+
+
+def view_lines_of_cells(nb: Any, cells: dict[str, list[int]]) -> set[int] | None:
+    """The view lines of breakpoints given per cell id (lines inside the cell)."""
+    headers = cell_header_lines(nb)
+    if headers is None:
+        return None
+    found: set[int] = set()
+    for index, cell in enumerate(nb.cells):
+        for line in cells.get(cell.get("id"), []):
+            if isinstance(line, int) and line >= 1:
+                found.add(headers[index] + line)
+    return found
+
+
+class BreakpointSync:
+    """Keeps the store and the windows' debuggers in agreement."""
+
+    def __init__(self, bridge: EditorBridge, store: Any) -> None:
+        self.bridge = bridge
+        self.store = store
+        self._unsubscribe = store.subscribe(self._changed)
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    def _spawn(self, coroutine: Any) -> None:
+        task = asyncio.get_running_loop().create_task(coroutine)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def close(self) -> None:
+        """Stop listening to the store."""
+        self._unsubscribe()
+
+    def snapshot(self) -> list[dict[str, Any]]:
+        """Every file with breakpoints: project path, lines and, for notebooks, cell lines."""
+        root = self.bridge.ctx.root_dir
+        by_path: dict[str, set[int]] = {}
+        for entry in self.store.list():
+            by_path.setdefault(entry["path"], set()).add(entry["line"])
+        files = []
+        for absolute, lines in sorted(by_path.items()):
+            path = Path(absolute)
+            try:
+                relative = path.relative_to(root).as_posix()
+            except ValueError:
+                continue
+            item: dict[str, Any] = {"path": relative, "lines": sorted(lines)}
+            if is_notebook(path):
+                try:
+                    nb = read_notebook(read_raw_text(self.bridge.ctx, path, relative), relative)
+                except (ToolError, OSError):
+                    continue
+                item["cells"] = view_lines_by_cell(nb, lines)
+            files.append(item)
+        return files
+
+    def apply(self, message: dict[str, Any]) -> None:
+        """Make the store hold exactly the breakpoints a window's debugger shows for a file."""
+        from .editor import notebook_from_cells
+
+        relative = message.get("path")
+        if not isinstance(relative, str):
+            return
+        try:
+            path = self.bridge.ctx.resolve(relative)
+        except ToolError:
+            return
+        if message.get("kind") == "notebook":
+            nb = notebook_from_cells(message.get("cells"), message.get("metadata"))
+            per_cell: dict[str, list[int]] = {
+                c["id"]: c["lines"]
+                for c in message.get("cells", [])
+                if isinstance(c, dict)
+                and isinstance(c.get("id"), str)
+                and isinstance(c.get("lines"), list)
+            }
+            wanted = view_lines_of_cells(nb, per_cell)
+            if wanted is None:
+                return
+        else:
+            wanted = {n for n in message.get("lines", []) if isinstance(n, int) and n >= 1}
+        current = {e["line"] for e in self.store.list() if e["path"] == str(path)}
+        for line in sorted(wanted ^ current):
+            self.store.toggle(path, line)
+
+    def _changed(self, change: dict[str, Any]) -> None:
+        self.push()
+
+    def push(self, window: Any = None) -> None:
+        """Send the current breakpoints to one window, or to all of them."""
+
+        async def send() -> None:
+            try:
+                files = await asyncio.to_thread(self.snapshot)
+            except Exception:
+                log.exception("Reading breakpoints for JupyterLab failed")
+                return
+            message = {"type": "breakpoints", "files": files}
+            if window is not None:
+                window.send(message)
+            else:
+                self.bridge.broadcast(message)
+
+        self._spawn(send())
+
+    def receive(self, message: dict[str, Any]) -> None:
+        """A window reported its debugger's breakpoints for one document."""
+
+        async def run() -> None:
+            try:
+                await asyncio.to_thread(self.apply, message)
+            except Exception:
+                log.exception("Taking breakpoints from JupyterLab failed")
+
+        self._spawn(run())

@@ -1,0 +1,463 @@
+"""The browser bridge's state: which JupyterLab windows are connected and what they show.
+
+Each JupyterLab window (browser tab) keeps a WebSocket to the server (see ``bridge_ws.py``) and
+reports the document it shows in front (path, notebook or file, selection, unsaved edits) and
+the documents it has open. "The editor" of the editor tools is the active document of the
+window that had focus most recently. The server sends a window requests (read the text,
+replace the selection, open a file, run a command, ask for approval …) and awaits the answer
+with a timeout.
+
+This module knows nothing of tornado: a window is an id and a ``send(message)`` callable that
+must be called on the event loop. Everything that file tools call from worker threads
+(:meth:`EditorBridge.before_file_write`, :meth:`EditorBridge.on_file_written`,
+:meth:`EditorBridge.state`) reads a snapshot under a lock and hands sends to the loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import itertools
+import json
+import os
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import nbformat
+
+from ..core.errors import ToolError
+from ..documents.notebook_view import notebook_view
+
+if TYPE_CHECKING:
+    from ..core.context import ToolContext
+    from ..core.registry import Registry, Tool
+
+#: Seconds a window has to answer an editor request.
+REQUEST_TIMEOUT = 10.0
+#: How many recent tool calls the activity panel of a newly connected window is shown.
+ACTIVITY_HISTORY = 100
+
+Send = Callable[[dict[str, Any]], None]
+
+
+class NoWindowError(ToolError):
+    """No JupyterLab window is connected, or none shows a document."""
+
+
+@dataclass
+class Document:
+    """A document open in a window, named by its path relative to the server's root."""
+
+    path: str
+    type: str  # "file" or "notebook"
+    dirty: bool = False
+
+    @classmethod
+    def from_message(cls, data: Any) -> Document | None:
+        """The document a window described, or None when the description is unusable."""
+        if not isinstance(data, dict):
+            return None
+        path = data.get("path")
+        kind = data.get("type")
+        if not isinstance(path, str) or not path or kind not in ("file", "notebook"):
+            return None
+        return cls(path=path.lstrip("/"), type=kind, dirty=bool(data.get("dirty")))
+
+
+@dataclass
+class Window:
+    """One connected JupyterLab window (a browser tab)."""
+
+    id: str
+    send: Send
+    #: Server-side monotonic time of the window's last focus; the largest is "the editor".
+    focused_at: float
+    active: Document | None = None
+    selection: dict[str, Any] | None = None
+    open: list[Document] = field(default_factory=list)
+
+
+class EditorBridge:
+    """Connected windows, their documents, and requests to them awaited with a timeout."""
+
+    def __init__(
+        self,
+        ctx: ToolContext,
+        *,
+        timeout: float = REQUEST_TIMEOUT,
+        history: int = ACTIVITY_HISTORY,
+    ) -> None:
+        self.ctx = ctx
+        self.timeout = timeout
+        self._lock = threading.Lock()
+        self._windows: dict[str, Window] = {}
+        self._pending: dict[int, tuple[str, asyncio.Future[Any]]] = {}
+        self._ids = itertools.count(1)
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self.activity: deque[dict[str, Any]] = deque(maxlen=history)
+        self._breakpoints: Any = None
+        self._last_view: tuple[str, str] | None = None
+
+    # -- wiring ----------------------------------------------------------------------------
+
+    def install(self, registry: Registry | None = None) -> None:
+        """Offer the bridge's services to tools, and listen to the registry's calls."""
+        services = self.ctx.services
+        services["editor"] = self
+        services["editor_state"] = self.state
+        services["before_file_write"] = self.before_file_write
+        services["on_file_written"] = self.on_file_written
+        if registry is not None:
+            registry.observers.append(self.record_call)
+
+    def close(self) -> None:
+        """Fail every pending request and forget every window (server shutdown)."""
+        with self._lock:
+            windows = list(self._windows.values())
+            self._windows.clear()
+        for window in windows:
+            self._fail_pending(window.id, "The server is shutting down")
+        self._update_approver()
+        if self._breakpoints is not None:
+            self._breakpoints.close()
+            self._breakpoints = None
+
+    # -- connections (event loop) ------------------------------------------------------------
+
+    def connect(self, window_id: str, send: Send, *, focus_age: float | None = None) -> Window:
+        """Register a window; a window that reconnects under its id replaces its old link.
+
+        ``focus_age`` is how many seconds ago the window last had focus, as the window itself
+        measured it (so windows on machines with different clocks still compare fairly).
+        """
+        self._loop = asyncio.get_running_loop()
+        now = time.monotonic()
+        focused_at = now - max(0.0, focus_age) if focus_age is not None else now
+        window = Window(id=window_id, send=send, focused_at=focused_at)
+        with self._lock:
+            previous = self._windows.get(window_id)
+            self._windows[window_id] = window
+        if previous is not None:
+            self._fail_pending(window_id, "The JupyterLab window reconnected before answering")
+        self._update_approver()
+        send({"type": "welcome", "root": str(self.ctx.root_dir), "activity": list(self.activity)})
+        sync = self._breakpoint_sync()
+        if sync is not None:
+            sync.push(window)
+        return window
+
+    def _breakpoint_sync(self) -> Any:
+        # The breakpoint store is another service; follow it once it exists (on the loop).
+        if self._breakpoints is None and self.ctx.services.get("breakpoints") is not None:
+            from .breakpoint_sync import BreakpointSync
+
+            self._breakpoints = BreakpointSync(self, self.ctx.services["breakpoints"])
+        return self._breakpoints
+
+    def disconnect(self, window_id: str, send: Send | None = None) -> None:
+        """Forget a window (only if ``send`` is still its link, when given)."""
+        with self._lock:
+            window = self._windows.get(window_id)
+            if window is None or (send is not None and window.send != send):
+                return
+            del self._windows[window_id]
+        self._fail_pending(window_id, "The JupyterLab window disconnected before answering")
+        self._update_approver()
+
+    def receive(self, window_id: str, message: Any) -> None:
+        """Handle one message from a window: a state report or the answer to a request."""
+        if not isinstance(message, dict):
+            return
+        kind = message.get("type")
+        if kind == "response":
+            self._resolve(window_id, message)
+        elif kind == "state":
+            self._update_state(window_id, message)
+        elif kind == "breakpointsChanged":
+            sync = self._breakpoint_sync()
+            if sync is not None:
+                sync.receive(message)
+
+    def _update_state(self, window_id: str, message: dict[str, Any]) -> None:
+        with self._lock:
+            window = self._windows.get(window_id)
+            if window is None:
+                return
+            if message.get("focus"):
+                window.focused_at = time.monotonic()
+            if "active" in message:
+                window.active = Document.from_message(message["active"])
+            if "selection" in message:
+                selection = message["selection"]
+                window.selection = selection if isinstance(selection, dict) else None
+            if isinstance(message.get("open"), list):
+                docs = (Document.from_message(d) for d in message["open"])
+                window.open = [d for d in docs if d is not None]
+
+    def _update_approver(self) -> None:
+        # Approvals are asked in a window; with none connected the registry's own
+        # "no window to ask in" refusal stands.
+        with self._lock:
+            connected = bool(self._windows)
+        if connected and self.ctx.approver is None:
+            self.ctx.approver = self.approve
+        elif not connected and self.ctx.approver == self.approve:
+            self.ctx.approver = None
+
+    # -- queries (any thread) ------------------------------------------------------------------
+
+    def windows(self) -> list[Window]:
+        """The connected windows, most recently focused first."""
+        with self._lock:
+            return sorted(self._windows.values(), key=lambda w: w.focused_at, reverse=True)
+
+    def current(self) -> Window | None:
+        """The most recently focused window, or None when none is connected."""
+        windows = self.windows()
+        return windows[0] if windows else None
+
+    def absolute(self, path: str) -> str:
+        """The absolute path of a document path as JupyterLab names it."""
+        return str(self.ctx.root_dir / path)
+
+    def state(self) -> dict[str, Any]:
+        """``activeFile`` and ``openFiles`` (absolute paths) of the current window."""
+        window = self.current()
+        if window is None:
+            return {"activeFile": "", "openFiles": []}
+        with self._lock:
+            active = window.active
+            opened = list(window.open)
+        return {
+            "activeFile": self.absolute(active.path) if active else "",
+            "openFiles": [self.absolute(d.path) for d in opened],
+        }
+
+    def _documents_at(self, path: Path) -> list[tuple[Window, Document]]:
+        """Every (window, document) pair showing the file at real path ``path``."""
+        target = os.path.realpath(path)
+        found = []
+        with self._lock:
+            pairs = [(w, d) for w in self._windows.values() for d in w.open]
+            pairs += [(w, w.active) for w in self._windows.values() if w.active is not None]
+        seen: set[tuple[str, str]] = set()
+        for window, doc in pairs:
+            if (window.id, doc.path) in seen:
+                continue
+            seen.add((window.id, doc.path))
+            if os.path.realpath(self.ctx.root_dir / doc.path) == target:
+                found.append((window, doc))
+        return found
+
+    # -- services for the file tools (worker threads) ----------------------------------------
+
+    def before_file_write(self, path: Path) -> None:
+        """Refuse to write a file that has unsaved edits in a JupyterLab window."""
+        for _window, doc in self._documents_at(path):
+            if doc.dirty:
+                raise ToolError(
+                    f"{doc.path} has unsaved changes in JupyterLab; save or revert them first "
+                    "(or edit it in the editor with replace_current_file_text)"
+                )
+
+    def on_file_written(self, path: Path) -> None:
+        """Tell each window that shows ``path`` to reload it (windows skip unsaved documents)."""
+        for window, doc in self._documents_at(path):
+            self._send_threadsafe(window, {"type": "reload", "path": doc.path})
+
+    def _send_threadsafe(self, window: Window, message: dict[str, Any]) -> None:
+        loop = self._loop
+        if loop is None or loop.is_closed():
+            return
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is loop:
+            window.send(message)
+        else:
+            loop.call_soon_threadsafe(window.send, message)
+
+    # -- requests (event loop) -----------------------------------------------------------------
+
+    async def request(
+        self,
+        method: str,
+        params: dict[str, Any] | None = None,
+        *,
+        timeout: float | None = None,
+        window: Window | None = None,
+    ) -> Any:
+        """Send ``method`` to the current window and return its answer.
+
+        Raises :class:`NoWindowError` when no window is connected, and :class:`ToolError`
+        when the window answers with an error, disconnects or does not answer in time.
+        """
+        window = window or self.current()
+        if window is None:
+            raise NoWindowError(
+                "No JupyterLab window is connected; open JupyterLab in a browser first"
+            )
+        loop = asyncio.get_running_loop()
+        self._loop = loop
+        request_id = next(self._ids)
+        future: asyncio.Future[Any] = loop.create_future()
+        self._pending[request_id] = (window.id, future)
+        limit = self.timeout if timeout is None else timeout
+        try:
+            window.send(
+                {"type": "request", "id": request_id, "method": method, "params": params or {}}
+            )
+            return await asyncio.wait_for(future, limit)
+        except asyncio.TimeoutError as e:
+            window.send({"type": "cancel", "id": request_id})
+            raise ToolError(
+                f"The JupyterLab window did not answer within {limit:g} s ({method})"
+            ) from e
+        finally:
+            self._pending.pop(request_id, None)
+
+    def _resolve(self, window_id: str, message: dict[str, Any]) -> None:
+        entry = self._pending.get(message.get("id"))  # type: ignore[arg-type]
+        if entry is None or entry[0] != window_id or entry[1].done():
+            return
+        future = entry[1]
+        error = message.get("error")
+        if error:
+            future.set_exception(ToolError(str(error)))
+        else:
+            future.set_result(message.get("result"))
+
+    def _fail_pending(self, window_id: str, reason: str) -> None:
+        for owner, future in list(self._pending.values()):
+            if owner == window_id and not future.done():
+                future.set_exception(ToolError(reason))
+
+    # -- what the editor tools ask ----------------------------------------------------------
+
+    async def read_active(self) -> dict[str, Any] | None:
+        """The active document of the current window: path, type and text (unsaved edits
+        included; a notebook as its percent-format view). None when nothing is open."""
+        if self.current() is None:
+            return None
+        answer = await self.request("readText")
+        if not answer:
+            return None
+        path = answer.get("path")
+        if not isinstance(path, str):
+            raise ToolError("The JupyterLab window sent a malformed answer (no path)")
+        if answer.get("type") == "notebook":
+            nb = notebook_from_cells(answer.get("cells"), answer.get("metadata"))
+            text = await asyncio.to_thread(self._cached_view, nb)
+            return {"path": path, "type": "notebook", "text": text, "notebook": nb}
+        text = answer.get("text")
+        if not isinstance(text, str):
+            raise ToolError("The JupyterLab window sent a malformed answer (no text)")
+        return {"path": path, "type": "file", "text": text}
+
+    def _cached_view(self, nb: nbformat.NotebookNode) -> str:
+        # Rendering the view (jupytext) is most of a notebook read; agents often read the same
+        # unchanged notebook again, so keep the last view by the cells' content.
+        key = hashlib.sha256(
+            json.dumps([nb.metadata, nb.cells], sort_keys=True, default=str).encode()
+        ).hexdigest()
+        cached = self._last_view
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        text = notebook_view(nb)
+        self._last_view = (key, text)
+        return text
+
+    async def approve(self, tool: Tool, arguments: dict[str, Any]) -> bool:
+        """Show an approval dialog for a call in the current window; True when approved."""
+        timeout = self.ctx.settings.approval_timeout
+        try:
+            answer = await self.request(
+                "confirm",
+                {
+                    "tool": tool.name,
+                    "title": tool.annotations["title"],
+                    "description": tool.description,
+                    "arguments": summarize_arguments(arguments, limit=2000),
+                },
+                timeout=timeout,
+            )
+        except NoWindowError as e:
+            raise ToolError(
+                f"{tool.name} needs the user's approval, but no JupyterLab window is connected "
+                "to ask in; nothing was done"
+            ) from e
+        except ToolError as e:
+            raise ToolError(f"{tool.name} was not approved ({e}); nothing was done") from e
+        return answer is True
+
+    # -- activity ----------------------------------------------------------------------------
+
+    def record_call(
+        self,
+        name: str,
+        arguments: dict[str, Any],
+        ok: bool,
+        error: str | None,
+        duration_ms: float,
+    ) -> None:
+        """Keep a record of a finished tool call and show it in every window."""
+        record = {
+            "tool": name,
+            "arguments": summarize_arguments(arguments, limit=60),
+            "ok": ok,
+            "error": (error[:300] + "…") if error and len(error) > 300 else error,
+            "durationMs": round(duration_ms, 1),
+            "at": time.time() * 1000,
+        }
+        self.activity.append(record)
+        self.broadcast({"type": "activity", "record": record})
+
+    def broadcast(self, message: dict[str, Any]) -> None:
+        """Send ``message`` to every connected window."""
+        for window in self.windows():
+            self._send_threadsafe(window, message)
+
+
+def summarize_arguments(arguments: dict[str, Any], *, limit: int) -> str:
+    """``key=value`` pairs with each value cut to ``limit`` characters, for people to read."""
+    parts = []
+    for key, value in arguments.items():
+        if isinstance(value, str) and len(value) > limit:
+            value = value[:limit]  # never serialise a whole file's text just to cut it
+        text = json.dumps(value, ensure_ascii=False)
+        if len(text) > limit:
+            text = text[: limit - 1] + "…"
+        parts.append(f"{key}={text}")
+    return ", ".join(parts)
+
+
+def notebook_from_cells(cells: Any, metadata: Any) -> nbformat.NotebookNode:
+    """A notebook made of the cells a window sent (type, source, id, metadata; no outputs)."""
+    if not isinstance(cells, list):
+        raise ToolError("The JupyterLab window sent a malformed notebook (no cells)")
+    nb = nbformat.v4.new_notebook()
+    nb.metadata = nbformat.from_dict(metadata if isinstance(metadata, dict) else {})
+    for raw in cells:
+        if not isinstance(raw, dict) or raw.get("cell_type") not in ("code", "markdown", "raw"):
+            raise ToolError("The JupyterLab window sent a malformed notebook cell")
+        source = raw.get("source", "")
+        if isinstance(source, list):
+            source = "".join(source)
+        maker = {
+            "code": nbformat.v4.new_code_cell,
+            "markdown": nbformat.v4.new_markdown_cell,
+            "raw": nbformat.v4.new_raw_cell,
+        }[raw["cell_type"]]
+        cell = maker(str(source))
+        if isinstance(raw.get("id"), str) and raw["id"]:
+            cell.id = raw["id"]
+        if isinstance(raw.get("metadata"), dict):
+            cell.metadata = nbformat.from_dict(raw["metadata"])
+        nb.cells.append(cell)
+    return nb

@@ -1,0 +1,1 @@
+"""Tools from other packages: the plugin host, PluginContext and the test harness."""

@@ -1,0 +1,3 @@
+"""How clients reach the tools: seed and proxy REST, standard MCP, the JupyterLab socket, the
+seed port.
+"""

@@ -1,0 +1,644 @@
+"""Standard MCP for the tool registry: the official SDK's server, wired to our tools.
+
+The ``mcp`` SDK owns the protocol (both eras: the legacy ``initialize`` handshake with sessions
+and SSE, and 2026-07-28's ``server/discover`` with per-request ``_meta``); this module only
+translates between the registry and the SDK's low-level ``Server``:
+
+- ``tools/list`` lists the visible tools with their annotations and advertised schema, in pages;
+- ``tools/call`` runs :meth:`Registry.call` with the result window always applied, reports
+  progress and forwards the tool's log lines while it runs, and turns a :class:`ToolError` into an
+  ``isError`` result;
+- :class:`MCPSurface` runs the SDK's Streamable HTTP session manager for the lifetime of the
+  server extension and offers an ASGI entry point that the Tornado handler adapts.
+
+Nothing here imports tornado: the HTTP layer lives in :mod:`jupyter_mcp.surfaces.asgi`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextvars
+import json
+import logging
+import re
+import warnings
+from collections import OrderedDict
+from collections.abc import Callable
+from typing import Any
+
+import mcp_types as types
+from mcp.server.lowlevel.server import NotificationOptions, Server
+from mcp.server.models import InitializationOptions
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
+from mcp.server.transport_security import TransportSecuritySettings
+from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+from .. import __version__
+from ..core.context import ToolContext, progress_reporter
+from ..core.errors import ToolError
+from ..core.registry import CallResult, Registry, Tool
+
+# Logging is deprecated at 2026-07-28 but still part of the legacy era we serve.
+warnings.filterwarnings("ignore", category=MCPDeprecationWarning, module=__name__)
+
+log = logging.getLogger(__name__)
+
+SERVER_NAME = "jupyter-mcp"
+
+INSTRUCTIONS = """\
+This server is a running Jupyter (JupyterLab) server used as an IDE.
+- Paths (pathInProject, filePath, ...) are relative to the project root, the server's root_dir, \
+with '/' separators; absolute paths inside the root also work; nothing outside it is reachable.
+- Notebooks (.ipynb) read, search and edit as percent-format scripts ('# %%' code cells, \
+'# %% [markdown]' cells); line numbers in a notebook refer to that text view. Writing the \
+text back keeps outputs and metadata of the cells you did not change.
+- Lines are 1-based and characters 0-based, except find_references, \
+refactor_code_at_location and symbol ranges, whose lines are 0-based.
+- Every tool returns at most {window} characters per call. When a result is longer, a second \
+text block gives its total length and the resultStart to call again with (resultEnd - \
+resultStart <= {window}).
+- The active editor is the document focused in JupyterLab; editor tools need an open window.
+- A tool failure comes back as an isError result whose text says what to fix."""
+
+#: Tools per ``tools/list`` page; clients follow ``nextCursor`` for the rest.
+DEFAULT_PAGE_SIZE = 100
+
+_LEVELS: tuple[types.LoggingLevel, ...] = (
+    "debug",
+    "info",
+    "notice",
+    "warning",
+    "error",
+    "critical",
+    "alert",
+    "emergency",
+)
+_DEFAULT_LEVEL: types.LoggingLevel = "warning"
+
+#: Set around one ``tools/call``: where the tool's log records go (thread-safe).
+_call_log_sink: contextvars.ContextVar[Callable[[logging.LogRecord], None] | None]
+_call_log_sink = contextvars.ContextVar("jupyter_mcp_call_log_sink", default=None)
+
+
+def _python_level_name(levelno: int) -> types.LoggingLevel:
+    if levelno >= logging.CRITICAL:
+        return "critical"
+    if levelno >= logging.ERROR:
+        return "error"
+    if levelno >= logging.WARNING:
+        return "warning"
+    if levelno >= logging.INFO:
+        return "info"
+    return "debug"
+
+
+class _CallLogHandler(logging.Handler):
+    """Hands the records logged during a ``tools/call`` to that call's client."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        sink = _call_log_sink.get()
+        if sink is not None:
+            sink(record)
+
+
+def mcp_tool(tool: Tool) -> types.Tool:
+    """The MCP declaration of a registry tool: schema, title and every annotation hint."""
+    hints = tool.annotations
+    return types.Tool(
+        name=tool.name,
+        title=hints["title"],
+        description=tool.description,
+        input_schema=tool.advertised_schema(),
+        annotations=types.ToolAnnotations(
+            title=hints["title"],
+            read_only_hint=hints["readOnlyHint"],
+            destructive_hint=hints["destructiveHint"],
+            idempotent_hint=hints["idempotentHint"],
+            open_world_hint=hints["openWorldHint"],
+        ),
+    )
+
+
+def encode_cursor(offset: int) -> str:
+    """An opaque ``tools/list`` cursor for the page starting at ``offset``."""
+    return base64.urlsafe_b64encode(json.dumps({"offset": offset}).encode()).decode()
+
+
+def decode_cursor(cursor: str | None) -> int:
+    """The offset a cursor points at; an :class:`MCPError` (invalid params) when it is not ours."""
+    if cursor is None:
+        return 0
+    try:
+        offset = json.loads(base64.urlsafe_b64decode(cursor.encode()))["offset"]
+    except (ValueError, KeyError, TypeError) as e:
+        raise MCPError(types.INVALID_PARAMS, f"Invalid cursor: {cursor!r}") from e
+    if not isinstance(offset, int) or isinstance(offset, bool) or offset < 0:
+        raise MCPError(types.INVALID_PARAMS, f"Invalid cursor: {cursor!r}")
+    return offset
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def unicode_safe(value: Any) -> Any:
+    """``value`` with lone surrogates replaced by U+FFFD, so it is valid Unicode JSON.
+
+    Python keeps bytes of file names that are not UTF-8 as lone surrogates; MCP clients (the
+    SDK's pydantic parser among them) refuse the JSON escapes they become, and drop the session.
+    """
+    if isinstance(value, str):
+        return _SURROGATE.sub("\ufffd", value) if _SURROGATE.search(value) else value
+    if isinstance(value, dict):
+        return {unicode_safe(k): unicode_safe(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [unicode_safe(v) for v in value]
+    return value
+
+
+def call_tool_result(result: CallResult, protocol_version: str) -> types.CallToolResult:
+    """The MCP result of a successful call.
+
+    ``content[0]`` is exactly the result window; when more remains, a second text block says how
+    long the whole result is and where to read on. A JSON object (or, from 2026-07-28 on, any
+    JSON value) is also given as ``structuredContent`` when the whole of it fits the window.
+    """
+    content: list[types.ContentBlock] = [types.TextContent(text=unicode_safe(result.text))]
+    start, end = result.window or (0, result.total_length)
+    if result.more:
+        content.append(
+            types.TextContent(
+                text=(
+                    f"[Result window: characters {start}-{end} of {result.total_length}. "
+                    f"Call again with resultStart={end} to read on.]"
+                )
+            )
+        )
+    structured: Any = None
+    whole = start == 0 and not result.more
+    if whole and isinstance(result.value, dict | list):
+        if isinstance(result.value, dict) or protocol_version in MODERN_PROTOCOL_VERSIONS:
+            structured = unicode_safe(result.value)
+    return types.CallToolResult(content=content, structured_content=structured)
+
+
+def error_result(message: str) -> types.CallToolResult:
+    """A tool failure as the agent reads it: an ``isError`` result with the message."""
+    return types.CallToolResult(
+        content=[types.TextContent(text=unicode_safe(message))], is_error=True
+    )
+
+
+class _Server(Server[Any]):
+    """The SDK server, advertising ``tools.listChanged`` on the legacy handshake."""
+
+    def create_initialization_options(
+        self,
+        notification_options: NotificationOptions | None = None,
+        experimental_capabilities: dict[str, dict[str, Any]] | None = None,
+        extensions: dict[str, dict[str, Any]] | None = None,
+    ) -> InitializationOptions:
+        """As the SDK's, with ``tools/list_changed`` notifications announced."""
+        return super().create_initialization_options(
+            notification_options or NotificationOptions(tools_changed=True),
+            experimental_capabilities,
+            extensions,
+        )
+
+
+# The IDE is tools only. Prompts, resources and completions are served as empty so that clients
+# probing them (and the 2026-07-28 caching rules for list results) get answers, not errors.
+
+
+async def _no_prompts(rctx: Any, params: Any) -> types.ListPromptsResult:
+    return types.ListPromptsResult(prompts=[])
+
+
+async def _unknown_prompt(rctx: Any, params: types.GetPromptRequestParams) -> Any:
+    raise MCPError(types.INVALID_PARAMS, f"Unknown prompt: {params.name}", {"name": params.name})
+
+
+async def _no_resources(rctx: Any, params: Any) -> types.ListResourcesResult:
+    return types.ListResourcesResult(resources=[])
+
+
+async def _no_resource_templates(rctx: Any, params: Any) -> types.ListResourceTemplatesResult:
+    return types.ListResourceTemplatesResult(resource_templates=[])
+
+
+async def _unknown_resource(rctx: Any, params: types.ReadResourceRequestParams) -> Any:
+    raise MCPError(types.INVALID_PARAMS, "Resource not found", {"uri": str(params.uri)})
+
+
+async def _no_completions(rctx: Any, params: Any) -> types.CompleteResult:
+    return types.CompleteResult(completion=types.Completion(values=[], total=0, has_more=False))
+
+
+class _Relay:
+    """Sends what one tool call produces (progress, log lines) to its client, in order.
+
+    Sync tools run in a worker thread, so :meth:`put` only hands the item to the loop, where a
+    task sends the items one after the other. The task starts with the first item: most calls
+    report nothing and pay nothing.
+    """
+
+    def __init__(self, send: Callable[..., Any]) -> None:
+        self._send = send
+        self._loop = asyncio.get_running_loop()
+        self._queue: asyncio.Queue[tuple[Any, ...] | None] | None = None
+        self._task: asyncio.Task[None] | None = None
+
+    def put(self, item: tuple[Any, ...]) -> None:
+        """Queue one item; safe from any thread."""
+        if _on_loop(self._loop):
+            self._enqueue(item)
+        else:
+            self._loop.call_soon_threadsafe(self._enqueue, item)
+
+    def _enqueue(self, item: tuple[Any, ...] | None) -> None:
+        if self._queue is None:
+            self._queue = asyncio.Queue()
+            self._task = self._loop.create_task(self._drain(self._queue))
+        self._queue.put_nowait(item)
+
+    async def _drain(self, queue: asyncio.Queue[tuple[Any, ...] | None]) -> None:
+        while (item := await queue.get()) is not None:
+            try:
+                await self._send(*item)
+            except Exception:  # a lost notification must never fail the call
+                log.debug("jupyter_mcp: notification dropped", exc_info=True)
+
+    async def close(self) -> None:
+        """Send what is queued (before the call's result goes out), then stop."""
+        if self._queue is not None and self._task is not None:
+            self._queue.put_nowait(None)
+            await self._task
+
+    def cancel(self) -> None:
+        """Stop without sending the rest (the call was cancelled)."""
+        if self._task is not None:
+            self._task.cancel()
+
+
+class _ProgressRelay(_Relay):
+    """``ctx.report_progress`` of one call as ``notifications/progress``."""
+
+    def report(self, progress: float, total: float | None, message: str | None) -> None:
+        """The reporter installed in :data:`progress_reporter` for the call."""
+        self.put((float(progress), None if total is None else float(total), message))
+
+
+class _LogRelay(_Relay):
+    """The log records of one call, at or above the client's level, as ``notifications/message``."""
+
+    def __init__(self, send: Callable[..., Any], threshold: str) -> None:
+        super().__init__(send)
+        self._min = _LEVELS.index(threshold)  # type: ignore[arg-type]
+
+    def record(self, record: logging.LogRecord) -> None:
+        """The sink installed for the call's log records (any thread)."""
+        level = _python_level_name(record.levelno)
+        if _LEVELS.index(level) < self._min:
+            return
+        try:
+            text = record.getMessage()
+        except Exception:  # a malformed log call must not break the tool
+            text = str(record.msg)
+        self.put((level, text))
+
+
+def _on_loop(loop: asyncio.AbstractEventLoop) -> bool:
+    try:
+        return asyncio.get_running_loop() is loop
+    except RuntimeError:
+        return False
+
+
+class MCPSurface:
+    """The registry served over MCP: the SDK server, its session manager, their lifetime.
+
+    ``start()`` enters the session manager's ``run()`` context in a task of its own and keeps it
+    until ``stop()``; :meth:`handle` is the ASGI entry for one HTTP request to ``/mcp``.
+    """
+
+    def __init__(
+        self,
+        registry: Registry,
+        ctx: ToolContext,
+        *,
+        allowed_hosts: list[str] | None = None,
+        json_response: bool = False,
+        page_size: int = DEFAULT_PAGE_SIZE,
+        max_body_bytes: int | None = None,
+    ) -> None:
+        self.registry = registry
+        self.ctx = ctx
+        self.page_size = page_size
+        # Level set by ``logging/setLevel`` per legacy session id (bounded, oldest dropped).
+        self._levels: OrderedDict[str, types.LoggingLevel] = OrderedDict()
+        # The standalone channel of each legacy session, for tools/list_changed.
+        self._sessions: OrderedDict[str, Any] = OrderedDict()
+        self._visible: tuple[str, ...] = ()
+        # 2026-07-28 clients hear of changes on a ``subscriptions/listen`` stream.
+        self._bus = InMemorySubscriptionBus()
+        self._listen = ListenHandler(self._bus)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", MCPDeprecationWarning)
+            self.server = _Server(
+                SERVER_NAME,
+                version=__version__,
+                title="Jupyter MCP",
+                description="A running Jupyter server as an IDE for AI agents.",
+                instructions=INSTRUCTIONS.format(window=ctx.settings.result_window),
+                get_tool_input_schema=self._input_schema,
+                on_list_tools=self._list_tools,
+                on_call_tool=self._call_tool,
+                on_set_logging_level=self._set_level,
+                on_list_prompts=_no_prompts,
+                on_get_prompt=_unknown_prompt,
+                on_list_resources=_no_resources,
+                on_list_resource_templates=_no_resource_templates,
+                on_read_resource=_unknown_resource,
+                on_completion=_no_completions,
+                on_subscriptions_listen=self._listen,
+            )
+        self.server.middleware.append(self._track_session)
+        security = TransportSecuritySettings(
+            enable_dns_rebinding_protection=allowed_hosts is not None,
+            allowed_hosts=list(allowed_hosts or []),
+            allowed_origins=[],
+        )
+        self.manager = StreamableHTTPSessionManager(
+            app=self.server,
+            json_response=json_response,
+            security_settings=security,
+            max_request_body_size=max_body_bytes or ctx.settings.max_body_bytes,
+        )
+        self._task: asyncio.Task[None] | None = None
+        self._ready: asyncio.Event | None = None
+        self._stopping: asyncio.Event | None = None
+        self._log_handler = _CallLogHandler()
+
+    # -- lifetime ---------------------------------------------------------------------------
+
+    @property
+    def running(self) -> bool:
+        """True while the session manager runs."""
+        return self._task is not None and not self._task.done()
+
+    async def start(self) -> None:
+        """Run the session manager until :meth:`stop` (idempotent)."""
+        if self._task is not None:
+            assert self._ready is not None
+            await self._ready.wait()
+            return
+        self._ready = asyncio.Event()
+        self._stopping = asyncio.Event()
+        self._visible = self._visible_names()
+        self.ctx.log.addHandler(self._log_handler)
+        self._task = asyncio.get_running_loop().create_task(self._run())
+        await self._ready.wait()
+        if self._task.done():
+            self._task.result()  # the manager failed to start: raise why
+
+    async def _run(self) -> None:
+        assert self._ready is not None and self._stopping is not None
+        try:
+            async with self.manager.run():
+                self._ready.set()
+                watcher = asyncio.get_running_loop().create_task(self._watch_tools())
+                try:
+                    await self._stopping.wait()
+                finally:
+                    watcher.cancel()
+        finally:
+            self._ready.set()
+
+    async def stop(self) -> None:
+        """End every session and the session manager."""
+        self.ctx.log.removeHandler(self._log_handler)
+        if self._task is None or self._stopping is None:
+            return
+        self._listen.close()
+        self._stopping.set()
+        try:
+            await asyncio.wait_for(asyncio.shield(self._task), timeout=10)
+        except (asyncio.TimeoutError, asyncio.CancelledError):
+            self._task.cancel()
+        except Exception:
+            log.exception("jupyter_mcp: the MCP session manager stopped with an error")
+        _stop_sse_shutdown_watcher()
+
+    async def handle(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        """ASGI entry for one request to the Streamable HTTP endpoint."""
+        if not self.running:
+            await self.start()
+        await self.manager.handle_request(scope, receive, send)
+
+    # -- tools/list ---------------------------------------------------------------------------
+
+    def _input_schema(self, name: str) -> dict[str, Any] | None:
+        tool = next((t for t in self.registry.visible(self.ctx) if t.name == name), None)
+        return tool.advertised_schema() if tool is not None else None
+
+    async def _list_tools(
+        self, rctx: Any, params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        offset = decode_cursor(params.cursor if params is not None else None)
+        visible = self.registry.visible(self.ctx)
+        if offset > len(visible):
+            raise MCPError(types.INVALID_PARAMS, "Invalid cursor: past the end of the tool list")
+        page = visible[offset : offset + self.page_size]
+        following = offset + len(page)
+        return types.ListToolsResult(
+            tools=[mcp_tool(t) for t in page],
+            next_cursor=encode_cursor(following) if following < len(visible) else None,
+        )
+
+    # -- tools/call ---------------------------------------------------------------------------
+
+    async def _call_tool(
+        self, rctx: Any, params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        name = params.name
+        if not any(t.name == name for t in self.registry.all()):
+            raise MCPError(types.INVALID_PARAMS, f"Unknown tool: {name}")
+        progress = self._progress_relay(rctx)
+        logs = self._log_relay(rctx)
+        reporter_token = progress_reporter.set(progress.report if progress else None)
+        sink_token = _call_log_sink.set(logs.record if logs else None)
+        finished = False
+        try:
+            result = await self.registry.call(
+                name, dict(params.arguments or {}), self.ctx, always_window=True
+            )
+            answer = call_tool_result(result, rctx.protocol_version)
+            finished = True
+        except ToolError as e:
+            answer = error_result(str(e))
+            finished = True
+        except Exception as e:  # a bug in a tool still answers the agent
+            log.exception("jupyter_mcp: tool %s raised", name)
+            answer = error_result(f"Internal error in {name}: {type(e).__name__}: {e}")
+            finished = True
+        finally:
+            progress_reporter.reset(reporter_token)
+            _call_log_sink.reset(sink_token)
+            for relay in (progress, logs):
+                if relay is not None and not finished:
+                    relay.cancel()
+        for relay in (progress, logs):
+            if relay is not None:
+                await relay.close()
+        return answer
+
+    def _progress_relay(self, rctx: Any) -> _ProgressRelay | None:
+        meta = rctx.meta or {}
+        if meta.get("progressToken") is None and meta.get("progress_token") is None:
+            return None
+        return _ProgressRelay(rctx.session.report_progress)
+
+    def _log_relay(self, rctx: Any) -> _LogRelay | None:
+        if rctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            # The SDK applies the request's own opt-in level; nothing opted in, nothing sent.
+            if not (rctx.meta or {}).get(types.LOG_LEVEL_META_KEY):
+                return None
+            threshold: str = "debug"
+        else:
+            threshold = self._levels.get(_session_id(rctx) or "", _DEFAULT_LEVEL)
+
+        async def send(level: types.LoggingLevel, text: str) -> None:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", MCPDeprecationWarning)
+                sending = rctx.session.send_log_message(
+                    level, text, logger="jupyter_mcp", related_request_id=rctx.request_id
+                )
+            await sending
+
+        return _LogRelay(send, threshold)
+
+    # -- logging/setLevel ------------------------------------------------------------------
+
+    async def _set_level(self, rctx: Any, params: types.SetLevelRequestParams) -> types.EmptyResult:
+        session = _session_id(rctx)
+        if session is not None:
+            self._levels[session] = params.level
+            self._levels.move_to_end(session)
+            while len(self._levels) > 10_000:
+                self._levels.popitem(last=False)
+        return types.EmptyResult()
+
+    # -- tools/list_changed -----------------------------------------------------------------
+
+    async def _track_session(self, ctx: Any, call_next: Any) -> Any:
+        """Remember each legacy session's channel, to announce tool list changes on it."""
+        rctx = ctx
+        session = _session_id(rctx)
+        if session is not None and rctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+            self._sessions[session] = rctx.session
+            self._sessions.move_to_end(session)
+            while len(self._sessions) > 10_000:
+                self._sessions.popitem(last=False)
+        return await call_next(rctx)
+
+    def _visible_names(self) -> tuple[str, ...]:
+        return tuple(t.name for t in self.registry.visible(self.ctx))
+
+    async def _watch_tools(self) -> None:
+        """Announce ``notifications/tools/list_changed`` when the visible tool set changes."""
+        while True:
+            await asyncio.sleep(1.0)
+            current = self._visible_names()
+            if current == self._visible:
+                continue
+            self._visible = current
+            await self.notify_tools_changed()
+
+    async def notify_tools_changed(self) -> None:
+        """Tell every live legacy session and every listen stream that the tool list changed."""
+        try:
+            await self._bus.publish(ToolsListChanged())
+        except Exception:
+            log.debug("jupyter_mcp: list_changed not published", exc_info=True)
+        live = getattr(self.manager, "_server_instances", None)
+        for session_id, session in list(self._sessions.items()):
+            if live is not None and session_id not in live:
+                self._sessions.pop(session_id, None)
+                self._levels.pop(session_id, None)
+                continue
+            try:
+                await session.send_tool_list_changed()
+            except Exception:
+                log.debug("jupyter_mcp: list_changed not delivered", exc_info=True)
+
+
+def _stop_sse_shutdown_watcher() -> None:
+    """End sse-starlette's per-loop shutdown poller (it watches for uvicorn, not Jupyter).
+
+    It would otherwise outlive the extension, waking twice a second until the loop closes.
+    It starts again with the next event stream.
+    """
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        return
+    for task in asyncio.all_tasks(loop):
+        coro = task.get_coro()
+        if getattr(coro, "__qualname__", "") == "_shutdown_watcher" and "sse_starlette" in (
+            getattr(getattr(coro, "cr_code", None), "co_filename", "") or ""
+        ):
+            task.cancel()
+
+
+def _session_id(rctx: Any) -> str | None:
+    request = getattr(rctx, "request", None)
+    headers = getattr(request, "headers", None)
+    if headers is None:
+        return None
+    return headers.get("mcp-session-id")
+
+
+def allowed_hosts(serverapp: Any) -> list[str] | None:
+    """``Host`` values the SDK accepts (DNS-rebinding protection), or None to leave it off.
+
+    The server's own loopback names, on any port (the seed port range listens on others too).
+    When the server allows remote access the user chose the names it is reached by, and
+    Jupyter's own Host check is off as well.
+    """
+    if serverapp is None or getattr(serverapp, "allow_remote_access", False):
+        return None
+    names = {"localhost", "127.0.0.1", "[::1]"}
+    names.update(getattr(serverapp, "local_hostnames", None) or [])
+    ip = getattr(serverapp, "ip", "") or ""
+    if ip:
+        names.add(f"[{ip}]" if ":" in ip and not ip.startswith("[") else ip)
+    return sorted({f"{name}:*" for name in names} | names)
+
+
+def surface_for(app: Any) -> MCPSurface:
+    """The extension's :class:`MCPSurface`, created on first use and kept in ``ctx.services``."""
+    services = app.tool_context.services
+    surface = services.get("mcp_surface")
+    if surface is None:
+        surface = MCPSurface(
+            app.registry,
+            app.tool_context,
+            allowed_hosts=allowed_hosts(getattr(app, "serverapp", None)),
+        )
+        services["mcp_surface"] = surface
+    return surface
+
+
+async def start_surface(app: Any) -> None:
+    """Start the MCP session manager of ``app`` (the extension's start hook)."""
+    await surface_for(app).start()
+
+
+async def stop_surface(app: Any) -> None:
+    """Stop the MCP session manager of ``app``, ending every session (``stop_extension``)."""
+    context = getattr(app, "tool_context", None)
+    surface = context.services.pop("mcp_surface", None) if context is not None else None
+    if surface is not None:
+        await surface.stop()

@@ -1,0 +1,240 @@
+"""The stdio bridge (``jupyter-mcp stdio``) driven by the official SDK's stdio client.
+
+The bridge is a real subprocess that finds the test server through its runtime file (no
+``--url``/``--token``), relaying to the server that runs in this test's event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp import Client, StdioServerParameters
+
+from jupyter_mcp.cli.relay import find_server, main, mcp_url_of
+from jupyter_mcp.core.context import ToolContext
+from jupyter_mcp.core.registry import Tool
+
+BRIDGE = str(Path(sys.executable).parent / "jupyter-mcp")
+
+
+@pytest.fixture
+def runtime_dir(jp_serverapp: Any, http_server: Any) -> str:
+    """The runtime folder holding the test server's ``jpserver-*.json`` (URL, token, root)."""
+    if not os.path.exists(jp_serverapp.info_file):
+        jp_serverapp.write_server_info_file()
+    return str(Path(jp_serverapp.info_file).parent)
+
+
+@pytest.fixture
+def bridge_params(runtime_dir: str, jp_root_dir: Path, tmp_path: Path):  # type: ignore[no-untyped-def]
+    """``bridge_params(*args)``: spawn parameters for the bridge run inside the project."""
+    project_sub = jp_root_dir / "src" / "pkg"
+    project_sub.mkdir(parents=True, exist_ok=True)
+
+    def _params(*args: str, cwd: Path = project_sub) -> StdioServerParameters:
+        return StdioServerParameters(
+            command=BRIDGE,
+            args=list(args) or ["stdio"],
+            cwd=str(cwd),
+            env={"JUPYTER_RUNTIME_DIR": runtime_dir},
+        )
+
+    return _params
+
+
+@pytest.fixture
+def errlog(tmp_path: Path):  # type: ignore[no-untyped-def]
+    with open(tmp_path / "bridge-stderr.log", "w+") as f:
+        yield f
+
+
+async def list_all(client: Client) -> list[Any]:
+    tools, cursor = [], None
+    while True:
+        page = await client.list_tools(cursor=cursor, cache_mode="refresh")
+        tools.extend(page.tools)
+        if (cursor := page.next_cursor) is None:
+            return tools
+
+
+def stdio_client_for(params: StdioServerParameters, errlog: Any):  # type: ignore[no-untyped-def]
+    from mcp.client.stdio import stdio_client
+
+    return stdio_client(params, errlog=errlog)
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_bridge_finds_the_server_and_relays_both_eras(
+    bridge_params, errlog, mcp_app, jp_root_dir, mode
+):
+    (jp_root_dir / "notes.md").write_text("# Notes\n" + "word " * 3000)
+    transport = stdio_client_for(bridge_params(), errlog)
+
+    async with Client(transport, mode=mode) as client:
+        tools = await list_all(client)
+        found = await client.call_tool("get_file_text_by_path", {"pathInProject": "notes.md"})
+        missing = await client.call_tool("get_file_text_by_path", {"pathInProject": "nope.md"})
+        protocol = client.protocol_version
+
+    assert protocol == ("2025-11-25" if mode == "legacy" else "2026-07-28")
+    names = [t.name for t in tools]
+    assert names == [t.name for t in mcp_app.registry.visible(mcp_app.tool_context)]
+    reader = next(t for t in tools if t.name == "get_file_text_by_path")
+    assert reader.annotations.read_only_hint is True
+    assert found.is_error is False
+    assert len(found.content[0].text) == 8000
+    assert "resultStart=8000" in found.content[1].text
+    assert missing.is_error is True and "nope.md" in missing.content[0].text
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_bridge_relays_progress_and_cancellation(bridge_params, errlog, mcp_app, mode):
+    state = {"started": asyncio.Event(), "cancelled": asyncio.Event(), "finished": False}
+
+    def counting(ctx: ToolContext) -> str:
+        for step in (1, 2):
+            ctx.report_progress(step, 2, f"step {step}")
+        return "counted"
+
+    async def slow(ctx: ToolContext) -> str:
+        state["started"].set()
+        try:
+            await asyncio.sleep(30)
+        except asyncio.CancelledError:
+            state["cancelled"].set()
+            raise
+        state["finished"] = True
+        return "finished"
+
+    for name, fn in (("test_counting", counting), ("test_slow", slow)):
+        mcp_app.registry.add(Tool(name=name, description=name, properties={}, fn=fn))
+    updates: list[tuple[float, float | None, str | None]] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        updates.append((progress, total, message))
+
+    async with Client(stdio_client_for(bridge_params(), errlog), mode=mode) as client:
+        counted = await client.call_tool("test_counting", {}, progress_callback=on_progress)
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(client.call_tool, "test_slow", {})
+            await asyncio.wait_for(state["started"].wait(), 10)
+            tg.cancel_scope.cancel()
+        await asyncio.wait_for(state["cancelled"].wait(), 10)
+
+    assert counted.content[0].text == "counted"
+    assert updates == [(1, 2, "step 1"), (2, 2, "step 2")]
+    assert state["finished"] is False
+
+
+async def test_bridge_takes_url_and_token_flags(
+    bridge_params, errlog, jp_serverapp, jp_base_url, tmp_path
+):
+    port = jp_serverapp.port
+    url = f"http://127.0.0.1:{port}{jp_base_url}"
+    token = jp_serverapp.identity_provider.token
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    params = bridge_params("stdio", "--url", url, "--token", token, cwd=outside)
+
+    async with Client(stdio_client_for(params, errlog), mode="legacy") as client:
+        result = await client.call_tool("list_files_in_folder", {"pathInProject": "/"})
+
+    assert result.is_error is False
+
+
+async def test_bridge_without_a_running_server_says_so(tmp_path):
+    empty_runtime = tmp_path / "runtime"
+    empty_runtime.mkdir()
+    env = {**os.environ, "JUPYTER_RUNTIME_DIR": str(empty_runtime)}
+    process = await asyncio.create_subprocess_exec(
+        BRIDGE,
+        "stdio",
+        cwd=tmp_path,
+        env=env,
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    stdout, stderr = await asyncio.wait_for(process.communicate(b""), 60)
+
+    assert process.returncode == 1
+    assert stdout == b""
+    assert b"No running Jupyter server found" in stderr
+    assert b"--url" in stderr
+
+
+async def test_bridge_reports_an_unreachable_server_as_an_error_answer(tmp_path):
+    request = {
+        "jsonrpc": "2.0",
+        "id": 7,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "t", "version": "0"},
+        },
+    }
+    process = await asyncio.create_subprocess_exec(
+        BRIDGE,
+        "stdio",
+        "--url",
+        "http://127.0.0.1:9/",
+        "--token",
+        "x",
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    stdout, _ = await asyncio.wait_for(
+        process.communicate(json.dumps(request).encode() + b"\n"), 60
+    )
+
+    answer = json.loads(stdout.decode().strip())
+    assert answer["id"] == 7
+    assert "unreachable" in answer["error"]["message"]
+    assert process.returncode == 0
+
+
+def test_find_server_prefers_the_deepest_root_that_contains_the_folder(tmp_path):
+    outer, inner = tmp_path / "work", tmp_path / "work" / "project"
+    (inner / "src").mkdir(parents=True)
+    servers = [
+        {"url": "http://localhost:1/", "root_dir": str(outer), "token": "a"},
+        {"url": "http://localhost:2/", "root_dir": str(inner), "token": "b"},
+        {"url": "http://localhost:3/", "root_dir": str(tmp_path / "other"), "token": "c"},
+    ]
+
+    assert find_server(inner / "src", servers)["token"] == "b"
+    assert find_server(outer, servers)["token"] == "a"
+    assert find_server(tmp_path, servers) is None
+
+
+def test_mcp_url_keeps_the_base_url():
+    assert mcp_url_of("http://localhost:8888/a%40b/") == "http://localhost:8888/a%40b/mcp"
+    assert mcp_url_of("http://localhost:8888/?token=x") == "http://localhost:8888/mcp"
+    assert mcp_url_of("http://localhost:8888/mcp") == "http://localhost:8888/mcp"
+
+
+def test_config_prints_client_snippets(capsys, tmp_path):
+    status = main(
+        ["config", "--url", "http://127.0.0.1:8888/", "--token", "T0K", "--root", str(tmp_path)]
+    )
+    out = capsys.readouterr().out
+
+    assert status == 0
+    assert (
+        "claude mcp add --transport http jupyter http://127.0.0.1:8888/mcp "
+        '--header "Authorization: token T0K"'
+    ) in out
+    block = out.split("Claude Desktop", 1)[1].split("\n", 1)[1].split("\n\n", 1)[0]
+    desktop = json.loads(block)
+    entry = desktop["mcpServers"]["jupyter"]
+    assert entry["args"][-3:] == ["stdio", "--root", str(tmp_path)]
+    assert "T0K" not in json.dumps(entry)

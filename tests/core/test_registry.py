@@ -1,0 +1,199 @@
+"""The registry without a server: validation, policies, approval, windows, threads."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+
+import pytest
+
+from jupyter_mcp.core.context import Settings, ToolContext
+from jupyter_mcp.core.errors import ToolError
+from jupyter_mcp.core.registry import Registry, ToolSet
+
+
+def make_registry() -> tuple[Registry, dict[str, object]]:
+    seen: dict[str, object] = {}
+    tools = ToolSet()
+
+    @tools.tool(
+        "echo",
+        "Echo the text.",
+        {"text": {"type": "string"}, "times": {"type": "integer", "minimum": 1}},
+        required=["text"],
+        read_only=True,
+    )
+    def echo(ctx: ToolContext, text: str, times: int = 1) -> str:
+        seen["thread"] = threading.current_thread().name
+        return text * times
+
+    @tools.tool("shout", "Write something.", {"mode": {"type": "string", "enum": ["a", "b"]}})
+    async def shout(ctx: ToolContext, mode: str = "a") -> dict[str, str]:
+        seen["loop"] = asyncio.get_running_loop()
+        return {"mode": mode}
+
+    @tools.tool("merge", "Needs approval.", needs_approval=True, destructive=True)
+    def merge(ctx: ToolContext) -> str:
+        seen["merged"] = True
+        return "merged"
+
+    return Registry(tools), seen
+
+
+@pytest.fixture
+def ctx(tmp_path) -> ToolContext:
+    return ToolContext(root_dir=tmp_path)
+
+
+def run(coro):
+    return asyncio.run(coro)
+
+
+def test_sync_tools_run_in_a_worker_thread(ctx):
+    registry, seen = make_registry()
+    result = run(registry.call("echo", {"text": "ab", "times": 2}, ctx))
+    assert result.value == "abab"
+    assert seen["thread"] != threading.main_thread().name
+
+
+def test_async_tools_run_on_the_loop(ctx):
+    registry, seen = make_registry()
+    assert run(registry.call("shout", {"mode": "b"}, ctx)).value == {"mode": "b"}
+    assert "loop" in seen
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        ({}, "Invalid arguments for echo: missing required field 'text'"),
+        ({"text": 1}, "field 'text' must be a string, got number"),
+        ({"text": "a", "times": 0}, "field 'times'"),
+        ({"text": "a", "times": True}, "field 'times' must be an integer, got boolean"),
+        ({"text": "a", "extra": 1}, "unknown field 'extra'"),
+        ([1], "expected a JSON object, got array"),
+    ],
+)
+def test_validation_errors_name_the_field(ctx, arguments, message):
+    registry, _ = make_registry()
+    with pytest.raises(ToolError) as e:
+        run(registry.call("echo", arguments, ctx))
+    assert message in str(e.value)
+
+
+def test_enum_error_lists_options(ctx):
+    registry, _ = make_registry()
+    with pytest.raises(ToolError, match='must be one of "a", "b"'):
+        run(registry.call("shout", {"mode": "c"}, ctx))
+
+
+def test_approval_without_a_window_fails_and_does_nothing(ctx):
+    registry, seen = make_registry()
+    with pytest.raises(ToolError, match="no JupyterLab window"):
+        run(registry.call("merge", {}, ctx))
+    assert "merged" not in seen
+
+
+@pytest.mark.parametrize(("answer", "ran"), [(True, True), (False, False)])
+def test_approval_answer_decides(ctx, answer, ran):
+    registry, seen = make_registry()
+
+    async def approver(tool, arguments):
+        return answer
+
+    ctx.approver = approver
+    if ran:
+        assert run(registry.call("merge", {}, ctx)).value == "merged"
+    else:
+        with pytest.raises(ToolError, match="did not approve"):
+            run(registry.call("merge", {}, ctx))
+    assert ("merged" in seen) is ran
+
+
+def test_read_only_and_disabled_policies(ctx):
+    registry, _ = make_registry()
+    ctx.settings = Settings(read_only=True)
+    assert [t.name for t in registry.visible(ctx)] == ["echo"]
+    with pytest.raises(ToolError, match="read-only mode"):
+        run(registry.call("shout", {}, ctx))
+    ctx.settings = Settings(disabled_tools=frozenset({"echo"}))
+    assert [t.name for t in registry.visible(ctx)] == ["shout", "merge"]
+    with pytest.raises(ToolError, match="disabled"):
+        run(registry.call("echo", {"text": "x"}, ctx))
+
+
+def test_window_always_applies_when_asked_by_the_surface(ctx):
+    registry, _ = make_registry()
+    result = run(registry.call("echo", {"text": "x", "times": 20000}, ctx, always_window=True))
+    assert result.text == "x" * 8000
+    assert result.total_length == 20000 and result.more
+    last = run(registry.call("echo", {"text": "x", "times": 20000, "resultStart": 16000}, ctx))
+    assert last.text == "x" * 4000 and not last.more
+
+
+def test_annotations_spell_out_every_hint():
+    registry, _ = make_registry()
+    merge = next(t for t in registry.all() if t.name == "merge")
+    assert merge.annotations == {
+        "title": "Merge",
+        "readOnlyHint": False,
+        "destructiveHint": True,
+        "idempotentHint": False,
+        "openWorldHint": False,
+    }
+
+
+def test_tool_names_are_unique():
+    registry, _ = make_registry()
+    with pytest.raises(ValueError):
+        registry.add(registry.all()[0])
+
+
+def test_unexpected_exceptions_become_tool_errors(ctx):
+    tools = ToolSet()
+
+    @tools.tool("broken", "Always raises.")
+    def broken(ctx: ToolContext) -> str:
+        raise KeyError("boom")
+
+    with pytest.raises(ToolError, match="broken failed unexpectedly: KeyError"):
+        run(Registry(tools).call("broken", {}, ctx))
+
+
+def test_writing_tools_are_destructive_unless_they_only_add():
+    from jupyter_mcp.tools import builtin_tools
+
+    hints = {t.name: t.annotations["destructiveHint"] for t in builtin_tools()}
+    for name in (
+        "rewrite_file_content",
+        "replace_specific_text",
+        "run_command_on_background",
+        "execute_terminal_command",
+        "pull_changes",
+        "switch_branch",
+    ):
+        assert hints[name] is True, name
+    for name in (
+        "create_new_file_with_text",
+        "append_file_content",
+        "commit_changes",
+        "get_file_text_by_path",
+        "toggle_debugger_breakpoint",
+    ):
+        assert hints[name] is False, name
+
+
+def test_every_setting_is_a_trait_and_reaches_the_snapshot():
+    from dataclasses import fields
+
+    from jupyter_mcp.app import JupyterMCP
+
+    app = JupyterMCP()
+    for f in fields(Settings):
+        assert app.has_trait(f.name), f.name
+    app.disabled_tools = ["wait"]
+    app.action_approval_patterns = ["x:*"]
+    app.code_timeout = 3.0
+    snapshot = app.settings_snapshot()
+    assert snapshot.disabled_tools == frozenset({"wait"})
+    assert snapshot.action_approval_patterns == ("x:*",)
+    assert snapshot.code_timeout == 3.0

@@ -1,0 +1,530 @@
+"""The active editor end to end: real JupyterLab in headless Chromium, driven through the tools.
+
+A JupyterLab server (with jupyter_mcp and its built labextension) runs as a subprocess for
+this module; Playwright drives Debian's Chromium against it, and the tools are called over the
+seed REST surface with the server's token, as an agent would. Screenshots of the approval
+dialog and the activity panel go to ``test-artifacts/``.
+
+Needs ``/usr/bin/chromium`` (``make test`` installs it) and the built labextension
+(``make labextension``, linked with ``jupyter labextension develop``); skips otherwise.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import nbformat
+import pytest
+
+pytestmark = pytest.mark.browser
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+TOKEN = "browser-test-token"
+REPO = Path(__file__).resolve().parents[2]
+ARTIFACTS = REPO / "test-artifacts"
+
+
+@pytest.fixture(autouse=True)
+def jp_asyncio_loop() -> Iterator[asyncio.AbstractEventLoop]:
+    """pytest-jupyter's autouse loop fixture would grab (and close) Playwright's running loop;
+    these tests use no in-process server, so give it a private loop instead."""
+    loop = asyncio.new_event_loop()
+    yield loop
+    loop.close()
+
+
+@pytest.fixture(autouse=True)
+def jp_server_cleanup() -> None:
+    """No in-process ServerApp to clean up: JupyterLab runs as a subprocess here."""
+
+
+@dataclass
+class Lab:
+    """A running JupyterLab: where it listens and which folder it serves."""
+
+    url: str
+    root: Path
+    process: subprocess.Popen[bytes]
+    start: Callable[[], subprocess.Popen[bytes]]
+
+    def restart(self) -> None:
+        """Stop the server and start it again on the same port (windows must reconnect)."""
+        _stop(self.process)
+        self.process = self.start()
+        wait_for(lambda: _up(self.url, self.process), timeout=90, what="jupyter lab to restart")
+
+    def call(self, tool: str, **arguments: Any) -> dict[str, Any]:
+        """POST one tool call to seed REST; the parsed ``{"status", "error"}``."""
+        request = urllib.request.Request(
+            f"{self.url}mcp/{tool}",
+            data=json.dumps(arguments).encode(),
+            headers={"Authorization": f"token {TOKEN}", "Content-Type": "application/json"},
+            method="POST",
+        )
+        with urllib.request.urlopen(request, timeout=60) as response:
+            return json.loads(response.read())
+
+    def ok(self, tool: str, **arguments: Any) -> Any:
+        answer = self.call(tool, **arguments)
+        assert answer["error"] is None, answer["error"]
+        return answer["status"]
+
+    def fails(self, tool: str, **arguments: Any) -> str:
+        answer = self.call(tool, **arguments)
+        assert answer["status"] is None, answer
+        return str(answer["error"])
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _labextension_served() -> bool:
+    built = REPO / "jupyter_mcp" / "labextension" / "package.json"
+    link = Path(sys.prefix) / "share" / "jupyter" / "labextensions" / "jupyter-mcp"
+    return built.exists() and (link / "package.json").exists()
+
+
+def wait_for(condition: Callable[[], Any], timeout: float = 15.0, what: str = "condition") -> Any:
+    """Poll ``condition`` until it returns something truthy."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.05)
+
+
+def _skip_or_fail(reason: str) -> None:
+    # CI sets JUPYTER_MCP_REQUIRE_BROWSER: there a missing browser is a broken set-up, not a skip.
+    if os.environ.get("JUPYTER_MCP_REQUIRE_BROWSER"):
+        pytest.fail(f"browser tests required but cannot run: {reason}")
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
+    if not os.path.exists(CHROMIUM):
+        _skip_or_fail(f"{CHROMIUM} is missing (apt-get install chromium, or make test)")
+    if not _labextension_served():
+        _skip_or_fail("the labextension is not built/linked (make labextension; make test does it)")
+    base = tmp_path_factory.mktemp("lab")
+    root = base / "root"
+    root.mkdir()
+    settings = base / "settings" / "@jupyterlab" / "apputils-extension"
+    settings.mkdir(parents=True)
+    (settings / "notification.jupyterlab-settings").write_text(
+        json.dumps({"fetchNews": "false", "checkForUpdates": False})
+    )
+    port = _free_port()
+    env = {**os.environ, "JUPYTER_RUNTIME_DIR": str(base / "runtime")}
+    log = open(base / "lab.log", "ab")  # noqa: SIM115 (closed at teardown)
+    command = [
+        sys.executable,
+        "-m",
+        "jupyterlab",
+        "--no-browser",
+        "--allow-root",
+        f"--port={port}",
+        "--ServerApp.port_retries=0",
+        "--ServerApp.ip=127.0.0.1",
+        f"--ServerApp.token={TOKEN}",
+        f"--ServerApp.root_dir={root}",
+        "--ServerApp.jpserver_extensions={'jupyter_mcp': True}",
+        f"--LabApp.workspaces_dir={base / 'workspaces'}",
+        f"--LabApp.user_settings_dir={base / 'settings'}",
+        "--JupyterMCP.approval_timeout=30",
+        f"--JupyterMCP.breakpoints_file={base / 'breakpoints.json'}",
+    ]
+
+    def start() -> subprocess.Popen[bytes]:
+        return subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=base)
+
+    url = f"http://127.0.0.1:{port}/"
+    lab = Lab(url=url, root=root, process=start(), start=start)
+    try:
+        wait_for(lambda: _up(url, lab.process), timeout=90, what="jupyter lab to start")
+        yield lab
+    finally:
+        _stop(lab.process)
+        log.close()
+
+
+def _up(url: str, process: subprocess.Popen[bytes]) -> bool:
+    if process.poll() is not None:
+        raise AssertionError(f"jupyter lab exited with {process.returncode}")
+    try:
+        urllib.request.urlopen(f"{url}api/status?token={TOKEN}", timeout=2).close()
+    except (urllib.error.URLError, ConnectionError):
+        return False
+    return True
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    process.terminate()
+    try:
+        process.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
+@pytest.fixture(scope="module")
+def page(lab: Lab) -> Iterator[Any]:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1400, "height": 900})
+        page.goto(f"{lab.url}lab?token={TOKEN}")
+        page.wait_for_selector(".jp-MCP-status", timeout=90000)
+        wait_for(
+            lambda: "MCP: offline" not in page.inner_text(".jp-MCP-status"),
+            what="the bridge to connect",
+        )
+        yield page
+        browser.close()
+
+
+def write(lab: Lab, name: str, text: str) -> Path:
+    path = lab.root / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
+
+
+def write_notebook(lab: Lab, name: str, sources: list[tuple[str, str]]) -> Path:
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {
+        "name": "python3",
+        "display_name": "Python 3 (ipykernel)",
+        "language": "python",
+    }
+    for kind, source in sources:
+        if kind == "code":
+            cell = nbformat.v4.new_code_cell(source)
+            cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=f"out:{source}\n")]
+            cell.execution_count = 1
+        else:
+            cell = nbformat.v4.new_markdown_cell(source)
+        nb.cells.append(cell)
+    path = lab.root / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(nbformat.writes(nb))
+    return path
+
+
+def open_in_editor(lab: Lab, page: Any, name: str) -> None:
+    assert lab.ok("open_file_in_editor", pathInProject=name) == "file is opened"
+    wait_for(
+        lambda: lab.ok("get_open_in_editor_file_path") == str(lab.root / name),
+        what=f"{name} to be the active editor",
+    )
+
+
+def editor_text(lab: Lab) -> str:
+    return str(lab.ok("get_open_in_editor_file_text"))
+
+
+def focus_file_editor(page: Any) -> Any:
+    content = page.locator(".jp-FileEditor:visible .cm-content")
+    content.click()
+    return content
+
+
+# -- reading ---------------------------------------------------------------------------------
+
+
+def test_read_a_file_and_a_notebook_with_unsaved_edits(lab: Lab, page: Any) -> None:
+    write(lab, "read/hello.py", "print('hello')\n")
+    open_in_editor(lab, page, "read/hello.py")
+    assert editor_text(lab) == "print('hello')\n"
+
+    focus_file_editor(page)
+    page.keyboard.press("Control+End")
+    page.keyboard.type("x = 1")
+    wait_for(lambda: editor_text(lab) == "print('hello')\nx = 1", what="typed text")
+    assert (lab.root / "read/hello.py").read_text() == "print('hello')\n"  # not saved
+
+    write_notebook(lab, "read/nb.ipynb", [("markdown", "# Title"), ("code", "a = 1\nprint(a)")])
+    open_in_editor(lab, page, "read/nb.ipynb")
+    on_disk = lab.ok("get_file_text_by_path", pathInProject="read/nb.ipynb")["content"]
+    assert editor_text(lab) == on_disk
+
+    cell = page.locator(".jp-NotebookPanel:visible .jp-CodeCell .cm-content").first
+    cell.click()
+    page.keyboard.press("Control+End")
+    page.keyboard.type("\nb = 2")
+    wait_for(lambda: "print(a)\nb = 2" in editor_text(lab), what="typed cell text")
+    assert "b = 2" not in lab.ok("get_file_text_by_path", pathInProject="read/nb.ipynb")["content"]
+
+
+def test_open_file_in_editor_refuses_missing_files(lab: Lab, page: Any) -> None:
+    assert "File not found: nope/missing.py" in lab.fails(
+        "open_file_in_editor", pathInProject="nope/missing.py"
+    )
+
+
+# -- editing ---------------------------------------------------------------------------------
+
+
+def test_replace_the_selection_in_a_file_and_in_a_notebook_cell(lab: Lab, page: Any) -> None:
+    write(lab, "sel/words.txt", "alpha beta gamma\n")
+    open_in_editor(lab, page, "sel/words.txt")
+    focus_file_editor(page)
+    page.keyboard.press("Control+Home")
+    for _ in range(6):
+        page.keyboard.press("ArrowRight")
+    for _ in range(4):
+        page.keyboard.press("Shift+ArrowRight")
+    time.sleep(0.1)
+    assert lab.ok("replace_selected_text", text="BETA") == "ok"
+    assert editor_text(lab) == "alpha BETA gamma\n"
+    assert (
+        page.locator(".jp-FileEditor:visible .cm-content")
+        .inner_text()
+        .startswith("alpha BETA gamma")
+    )
+
+    write_notebook(lab, "sel/nb.ipynb", [("code", "first = 1"), ("code", "value = old")])
+    open_in_editor(lab, page, "sel/nb.ipynb")
+    page.locator(".jp-NotebookPanel:visible .jp-CodeCell .cm-content").nth(1).click()
+    page.keyboard.press("End")
+    for _ in range(3):
+        page.keyboard.press("Shift+ArrowLeft")
+    time.sleep(0.1)
+    assert lab.ok("replace_selected_text", text="new") == "ok"
+    assert "# %%\nfirst = 1\n\n# %%\nvalue = new\n" in editor_text(lab)
+
+
+def test_replace_a_whole_file_and_undo_it(lab: Lab, page: Any) -> None:
+    write(lab, "undo/a.py", "one\ntwo\n")
+    open_in_editor(lab, page, "undo/a.py")
+    assert lab.ok("replace_current_file_text", text="one\nTWO\nthree\n") == "ok"
+    assert editor_text(lab) == "one\nTWO\nthree\n"
+    assert (lab.root / "undo/a.py").read_text() == "one\ntwo\n"  # the user saves, not the tool
+    focus_file_editor(page)
+    page.keyboard.press("Control+z")
+    wait_for(lambda: editor_text(lab) == "one\ntwo\n", what="undo")
+
+
+def test_replace_a_notebook_keeps_outputs_of_unchanged_cells(lab: Lab, page: Any) -> None:
+    write_notebook(lab, "nbedit/n.ipynb", [("code", "keep = 1"), ("code", "change = 1")])
+    open_in_editor(lab, page, "nbedit/n.ipynb")
+    text = editor_text(lab).replace("change = 1", "change = 2") + "\n# %% [markdown]\n# Added\n"
+    assert lab.ok("replace_current_file_text", text=text) == "ok"
+    assert editor_text(lab) == text
+    outputs = page.locator(".jp-NotebookPanel:visible .jp-OutputArea-output")
+    wait_for(lambda: "out:keep = 1" in outputs.all_inner_texts()[0], what="kept output")
+    cells = page.locator(".jp-NotebookPanel:visible .jp-Cell")
+    wait_for(lambda: cells.count() == 3, what="three cells")
+
+
+# -- actions and approvals -------------------------------------------------------------------
+
+
+def test_list_actions_and_save_with_one(lab: Lab, page: Any) -> None:
+    actions = lab.ok("list_available_actions")
+    ids = {a["id"]: a["text"] for a in actions}
+    assert "docmanager:save" in ids and ids["docmanager:save"]
+    assert all(a["text"] for a in actions)
+
+    write(lab, "act/s.py", "before\n")
+    open_in_editor(lab, page, "act/s.py")
+    lab.ok("replace_current_file_text", text="after\n")
+    assert lab.ok("execute_action_by_id", actionId="docmanager:save") == "ok"
+    wait_for(lambda: (lab.root / "act/s.py").read_text() == "after\n", what="the save")
+    assert lab.ok("execute_action_by_id", actionId="no-such:action") == "action not found"
+
+
+def test_approval_dialog_reject_and_approve(lab: Lab, page: Any) -> None:
+    write(lab, "appr/doc.py", "x = 1\n")
+    open_in_editor(lab, page, "appr/doc.py")
+    before = set(os.listdir(lab.root / "appr"))
+    dialog = page.locator(".jp-MCP-approval-dialog")
+    with ThreadPoolExecutor(1) as pool:
+        # docmanager:duplicate copies the file on the server: it needs approval.
+        pending = pool.submit(lab.call, "execute_action_by_id", actionId="docmanager:duplicate")
+        dialog.wait_for(timeout=15000)
+        assert "execute_action_by_id" in dialog.inner_text()
+        assert 'actionId="docmanager:duplicate"' in dialog.inner_text()
+        ARTIFACTS.mkdir(exist_ok=True)
+        page.screenshot(path=str(ARTIFACTS / "approval-dialog.png"))
+        dialog.get_by_role("button", name="Reject").click()
+        answer = pending.result(timeout=30)
+    assert answer["status"] is None
+    assert "did not approve execute_action_by_id" in answer["error"]
+    assert set(os.listdir(lab.root / "appr")) == before
+
+    with ThreadPoolExecutor(1) as pool:
+        pending = pool.submit(lab.call, "execute_action_by_id", actionId="docmanager:duplicate")
+        dialog.wait_for(timeout=15000)
+        dialog.get_by_role("button", name="Approve").click()
+        answer = pending.result(timeout=30)
+    assert answer == {"status": "ok", "error": None}
+    wait_for(lambda: len(os.listdir(lab.root / "appr")) == len(before) + 1, what="the copy")
+
+
+# -- file tools and the open editor ----------------------------------------------------------
+
+
+def test_a_file_tool_write_reloads_the_open_editor(lab: Lab, page: Any) -> None:
+    write(lab, "reload/r.py", "old = 1\n")
+    open_in_editor(lab, page, "reload/r.py")
+    lab.ok("rewrite_file_content", pathInProject="reload/r.py", text="new = 2\n")
+    wait_for(lambda: editor_text(lab) == "new = 2\n", what="the reload")
+    wait_for(
+        lambda: "new = 2" in page.locator(".jp-FileEditor:visible .cm-content").inner_text(),
+        what="the editor to show the new text",
+    )
+
+
+def test_a_file_with_unsaved_edits_is_never_overwritten(lab: Lab, page: Any) -> None:
+    path = write(lab, "dirty/d.py", "disk = 1\n")
+    open_in_editor(lab, page, "dirty/d.py")
+    focus_file_editor(page)
+    page.keyboard.press("Control+End")
+    page.keyboard.type("mine = 2")
+    wait_for(lambda: "mine = 2" in editor_text(lab), what="typing")
+    time.sleep(0.2)  # the dirty flag reaches the server with the state report
+    error = lab.fails("rewrite_file_content", pathInProject="dirty/d.py", text="agent = 3\n")
+    assert "dirty/d.py has unsaved changes in JupyterLab; save or revert them first" in error
+    assert path.read_text() == "disk = 1\n"
+    assert editor_text(lab) == "disk = 1\nmine = 2"
+
+
+# -- visibility ------------------------------------------------------------------------------
+
+
+def test_status_bar_and_activity_panel_show_the_calls(lab: Lab, page: Any) -> None:
+    write(lab, "vis/v.py", "v = 1\n")
+    lab.ok("get_file_text_by_path", pathInProject="vis/v.py")
+    lab.fails("get_file_text_by_path", pathInProject="vis/missing.py")
+    status = page.locator(".jp-MCP-status")
+    wait_for(lambda: "last: get_file_text_by_path (failed)" in status.inner_text(), what="status")
+    assert status.inner_text().startswith("MCP: agent connected")
+    status.click()
+    panel = page.locator("#jupyter-mcp-activity")
+    panel.wait_for(state="visible")
+    items = panel.locator(".jp-MCP-activity-item")
+    first = items.first.inner_text()
+    assert "get_file_text_by_path" in first and "File not found: vis/missing.py" in first
+    assert 'pathInProject="vis/v.py"' in items.nth(1).inner_text()
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "activity-panel.png"))
+
+
+# -- breakpoints and JupyterLab's debugger ----------------------------------------------------
+
+
+def test_breakpoints_show_in_the_debugger_and_gutter_clicks_come_back(lab: Lab, page: Any) -> None:
+    write_notebook(lab, "bp/n.ipynb", [("code", "a = 1\nb = 2"), ("code", "c = 3\nd = 4")])
+    open_in_editor(lab, page, "bp/n.ipynb")
+    view = lab.ok("get_file_text_by_path", pathInProject="bp/n.ipynb")["content"].splitlines()
+    line_of = {text: index + 1 for index, text in enumerate(view)}
+    # Given the debugger is on for the notebook (its kernel is started for it)
+    bug = page.locator(".jp-NotebookPanel:visible .jp-DebuggerBugButton button")
+    wait_for(lambda: bug.is_enabled(), timeout=60, what="the debugger to be available")
+    bug.click()
+    cells = page.locator(".jp-NotebookPanel:visible .jp-CodeCell")
+    wait_for(
+        lambda: cells.nth(1).locator(".cm-breakpoint-gutter").count() > 0,
+        timeout=30,
+        what="the debugger gutter",
+    )
+    # When an agent sets a breakpoint on "d = 4", the second cell shows it on its line 2
+    assert (
+        lab.ok("toggle_debugger_breakpoint", pathInProject="bp/n.ipynb", line=line_of["d = 4"])
+        == "Breakpoint added"
+    )
+    # (the gutter's hidden spacer holds an icon too)
+    marker = cells.nth(1).locator(
+        '.cm-gutterElement:not([style*="visibility: hidden"]) .cm-breakpoint-icon'
+    )
+    wait_for(lambda: marker.count() == 1, what="the breakpoint marker")
+    # When the user clicks the gutter at "a = 1", the server's store gets that line
+    cells.nth(0).locator(".cm-breakpoint-gutter .cm-gutterElement").nth(1).click()
+    path = str(lab.root / "bp/n.ipynb")
+    wait_for(
+        lambda: (
+            {b["line"] for b in lab.ok("get_debugger_breakpoints") if b["path"] == path}
+            == {line_of["a = 1"], line_of["d = 4"]}
+        ),
+        what="the clicked breakpoint in the store",
+    )
+    # And removing it by tool clears the gutter
+    lab.ok("toggle_debugger_breakpoint", pathInProject="bp/n.ipynb", line=line_of["d = 4"])
+    wait_for(lambda: marker.count() == 0, what="the marker to go")
+
+
+# -- several windows ---------------------------------------------------------------------------
+
+
+def test_the_most_recently_used_window_is_the_editor(lab: Lab, page: Any) -> None:
+    write(lab, "win/first.py", "first = 1\n")
+    write(lab, "win/second.py", "second = 2\n")
+    open_in_editor(lab, page, "win/first.py")
+    other = page.context.browser.new_page()
+    try:
+        other.set_viewport_size({"width": 1400, "height": 900})
+        other.goto(f"{lab.url}lab/tree/win/second.py?token={TOKEN}")
+        other.wait_for_selector(".jp-MCP-status", timeout=90000)
+        # The new window, showing second.py, is the editor once it reports.
+        wait_for(
+            lambda: lab.ok("get_open_in_editor_file_path") == str(lab.root / "win/second.py"),
+            what="the second window to be the editor",
+        )
+        assert editor_text(lab) == "second = 2\n"
+        # The user goes back to the first window and clicks into its editor.
+        page.bring_to_front()
+        focus_file_editor(page)
+        wait_for(
+            lambda: lab.ok("get_open_in_editor_file_path") == str(lab.root / "win/first.py"),
+            what="the first window to be the editor again",
+        )
+        assert editor_text(lab) == "first = 1\n"
+    finally:
+        other.close()
+    wait_for(lambda: editor_text(lab) == "first = 1\n", what="one window left")
+
+
+# -- last: the server restarts -----------------------------------------------------------------
+
+
+def test_the_window_reconnects_after_a_server_restart(lab: Lab, page: Any) -> None:
+    write(lab, "restart/x.py", "x = 1\n")
+    open_in_editor(lab, page, "restart/x.py")
+    lab.restart()
+    status = page.locator(".jp-MCP-status")
+    wait_for(lambda: "offline" not in status.inner_text(), timeout=30, what="the reconnection")
+    # The window reported its state again: the restarted server knows the active editor.
+    wait_for(
+        lambda: lab.ok("get_open_in_editor_file_path") == str(lab.root / "restart/x.py"),
+        what="the state after reconnecting",
+    )
+    assert editor_text(lab) == "x = 1\n"

@@ -1,0 +1,505 @@
+"""The browser bridge and the editor/action tools, with scripted windows on a real WebSocket.
+
+A ``FakeWindow`` speaks the labextension's protocol over ``{base_url}mcp/bridge`` of a real
+Jupyter server: it reports state and answers requests the way the labextension does. The
+real labextension in Chromium is exercised by ``test_browser.py``; these tests pin down the
+server's side (routing of requests to the most recent window, timeouts, refusals, approvals,
+reload notices, activity records) quickly and without a browser.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import nbformat
+import pytest
+from tornado.httpclient import HTTPClientError
+from tornado.websocket import WebSocketClientConnection
+
+Handler = Callable[[dict[str, Any]], Any]
+
+
+class FakeWindow:
+    """A scripted JupyterLab window: answers requests with ``handlers[method](params)``."""
+
+    def __init__(self, ws: WebSocketClientConnection) -> None:
+        self.ws = ws
+        self.handlers: dict[str, Handler] = {}
+        self.requests: list[dict[str, Any]] = []
+        self.messages: list[dict[str, Any]] = []
+        self._task = asyncio.ensure_future(self._run())
+
+    async def _run(self) -> None:
+        while True:
+            raw = await self.ws.read_message()
+            if raw is None:
+                return
+            message = json.loads(raw)
+            if message.get("type") != "request":
+                self.messages.append(message)
+                continue
+            self.requests.append(message)
+            handler = self.handlers.get(message["method"])
+            if handler is None:
+                continue  # never answers: lets the server's timeout fire
+            try:
+                answer = {"result": handler(message["params"])}
+            except Exception as e:  # the labextension reports failures as "error"
+                answer = {"error": str(e)}
+            self.ws.write_message(json.dumps({"type": "response", "id": message["id"], **answer}))
+
+    def state(self, **fields: Any) -> None:
+        self.ws.write_message(json.dumps({"type": "state", **fields}))
+
+    def of_type(self, kind: str) -> list[dict[str, Any]]:
+        return [m for m in self.messages if m.get("type") == kind]
+
+    async def close(self) -> None:
+        self.ws.close()
+        await asyncio.wait_for(self._task, 5)
+
+
+@pytest.fixture
+def bridge(mcp_app: Any) -> Any:
+    return mcp_app.tool_context.services["editor"]
+
+
+@pytest.fixture
+def open_window(jp_ws_fetch: Any, bridge: Any) -> Callable[..., Any]:
+    """``await open_window(id)`` → a connected FakeWindow (closed at the end of the test)."""
+    windows: list[FakeWindow] = []
+
+    async def _open(window_id: str = "w1", **params: Any) -> FakeWindow:
+        ws = await jp_ws_fetch("mcp", "bridge", params={"window": window_id, **params})
+        window = FakeWindow(ws)
+        windows.append(window)
+        await until(lambda: any(w.id == window_id for w in bridge.windows()))
+        return window
+
+    yield _open
+    for window in windows:
+        window.ws.close()
+
+
+async def until(condition: Callable[[], Any], timeout: float = 5.0) -> None:
+    """Wait for ``condition()`` to hold (messages cross a real socket)."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not condition():
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError("condition not reached in time")
+        await asyncio.sleep(0.01)
+
+
+def file_doc(path: str, dirty: bool = False) -> dict[str, Any]:
+    return {"path": path, "type": "file", "dirty": dirty}
+
+
+# -- no window -------------------------------------------------------------------------------
+
+
+async def test_without_a_window_reads_are_empty_and_edits_fail(ok: Any, fails: Any) -> None:
+    assert await ok("get_open_in_editor_file_text") == ""
+    assert await ok("get_open_in_editor_file_path") == ""
+    assert "No JupyterLab window is connected" in await fails("replace_selected_text", text="x")
+    assert "No JupyterLab window" in await fails("replace_current_file_text", text="x")
+    assert "No JupyterLab window" in await fails("list_available_actions")
+    assert "No JupyterLab window" in await fails("execute_action_by_id", actionId="a:b")
+
+
+async def test_open_file_checks_the_path_before_asking_a_window(
+    fails: Any, jp_root_dir: Path
+) -> None:
+    (jp_root_dir / "folder").mkdir()
+    assert "File not found: nope.py" in await fails("open_file_in_editor", pathInProject="nope.py")
+    assert "is a directory" in await fails("open_file_in_editor", pathInProject="folder")
+    assert "outside" in (await fails("open_file_in_editor", pathInProject="../x.py")).lower()
+    (jp_root_dir / "a.py").write_text("x = 1\n")
+    assert "No JupyterLab window" in await fails("open_file_in_editor", pathInProject="a.py")
+
+
+# -- the socket itself -----------------------------------------------------------------------
+
+
+async def test_bridge_socket_requires_auth_origin_and_a_window_id(
+    jp_ws_fetch: Any, jp_http_port: int
+) -> None:
+    with pytest.raises(HTTPClientError) as refused:
+        await jp_ws_fetch("mcp", "bridge", params={"window": "w"}, headers={"Authorization": ""})
+    assert refused.value.code == 403
+    with pytest.raises(HTTPClientError) as foreign:
+        await jp_ws_fetch(
+            "mcp", "bridge", params={"window": "w"}, headers={"Origin": "http://evil.example"}
+        )
+    assert foreign.value.code == 403
+    with pytest.raises(HTTPClientError) as bad_id:
+        await jp_ws_fetch("mcp", "bridge", params={"window": "../x"})
+    assert bad_id.value.code == 400
+    ws = await jp_ws_fetch(
+        "mcp",
+        "bridge",
+        params={"window": "w"},
+        headers={"Origin": f"http://localhost:{jp_http_port}"},
+    )
+    welcome = json.loads(await ws.read_message())
+    assert welcome["type"] == "welcome"
+    ws.close()
+
+
+async def test_bridge_route_is_not_taken_for_a_tool(call: Any) -> None:
+    # POST /mcp/bridge reaches the websocket handler, not the tool route's "Unknown tool".
+    with pytest.raises(HTTPClientError):
+        await call("bridge")
+
+
+# -- reading and editing through a window ----------------------------------------------------
+
+
+async def test_reads_come_from_the_window_with_unsaved_edits(
+    open_window: Any, ok: Any, jp_root_dir: Path, bridge: Any
+) -> None:
+    (jp_root_dir / "src").mkdir()
+    (jp_root_dir / "src" / "a.py").write_text("saved\n")
+    window = await open_window()
+    window.handlers["readText"] = lambda p: {"path": "src/a.py", "type": "file", "text": "typed\n"}
+    window.state(active=file_doc("src/a.py", dirty=True), open=[file_doc("src/a.py", True)])
+    await until(lambda: bridge.current().active is not None)
+    assert await ok("get_open_in_editor_file_text") == "typed\n"
+    path = await ok("get_open_in_editor_file_path")
+    assert path == str(jp_root_dir / "src" / "a.py")
+
+
+async def test_status_reports_the_active_and_open_files(
+    open_window: Any, jp_fetch: Any, jp_root_dir: Path
+) -> None:
+    window = await open_window()
+    window.state(active=file_doc("b.py"), open=[file_doc("a.py"), file_doc("b.py")])
+    await asyncio.sleep(0.1)
+    response = await jp_fetch("mcp", "status", method="GET")
+    env = json.loads(response.body)["result"]["environment"]
+    assert env["activeFile"] == str(jp_root_dir / "b.py")
+    assert env["openFiles"] == [str(jp_root_dir / "a.py"), str(jp_root_dir / "b.py")]
+
+
+async def test_notebook_reads_as_the_same_view_as_the_file_tools(
+    open_window: Any, ok: Any, jp_root_dir: Path
+) -> None:
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "python3", "language": "python", "display_name": "P"}
+    nb.cells = [
+        nbformat.v4.new_markdown_cell("# Title\n\nSome *text*."),
+        nbformat.v4.new_code_cell("import os\nx = 1"),
+        nbformat.v4.new_code_cell("%matplotlib inline\nprint(x)"),
+    ]
+    (jp_root_dir / "n.ipynb").write_text(nbformat.writes(nb))
+    window = await open_window()
+    cells = [
+        {"id": c.id, "cell_type": c.cell_type, "source": c.source, "metadata": {}} for c in nb.cells
+    ]
+    window.handlers["readText"] = lambda p: {
+        "path": "n.ipynb",
+        "type": "notebook",
+        "cells": cells,
+        "metadata": dict(nb.metadata),
+    }
+    on_disk = (await ok("get_file_text_by_path", pathInProject="n.ipynb"))["content"]
+    assert await ok("get_open_in_editor_file_text") == on_disk
+
+
+async def test_replace_current_text_of_a_notebook_sends_cells_keeping_ids(
+    open_window: Any, ok: Any
+) -> None:
+    window = await open_window()
+    cells = [
+        {"id": "keep", "cell_type": "code", "source": "a = 1", "metadata": {}},
+        {"id": "edit", "cell_type": "code", "source": "b = 2", "metadata": {}},
+        {"id": "drop", "cell_type": "markdown", "source": "gone", "metadata": {}},
+    ]
+    window.handlers["readText"] = lambda p: {
+        "path": "n.ipynb",
+        "type": "notebook",
+        "cells": cells,
+        "metadata": {"kernelspec": {"name": "python3", "language": "python"}},
+    }
+    window.handlers["replaceDocument"] = lambda p: True
+    text = "# %%\na = 1\n\n# %%\nb = 3\n\n# %% [markdown]\n# new\n"
+    assert await ok("replace_current_file_text", text=text) == "ok"
+    sent = window.requests[-1]
+    assert sent["method"] == "replaceDocument"
+    got = sent["params"]["cells"]
+    # Unchanged and edited cells keep their ids, so the window keeps their outputs.
+    assert [c["id"] for c in got] == ["keep", "edit", "drop"]
+    assert [c["source"] for c in got] == ["a = 1", "b = 3", "new"]
+    assert [c["cell_type"] for c in got] == ["code", "code", "markdown"]
+
+
+async def test_replace_current_text_of_a_file_and_selection(open_window: Any, ok: Any) -> None:
+    window = await open_window()
+    window.handlers["readText"] = lambda p: {"path": "a.py", "type": "file", "text": "old"}
+    window.handlers["replaceDocument"] = lambda p: True
+    window.handlers["replaceSelection"] = lambda p: True
+    assert await ok("replace_current_file_text", text="new text") == "ok"
+    assert window.requests[-1]["params"] == {"path": "a.py", "text": "new text"}
+    assert await ok("replace_selected_text", text="sel") == "ok"
+    assert window.requests[-1]["params"] == {"text": "sel"}
+
+
+async def test_edits_without_an_open_document_fail_clearly(
+    open_window: Any, ok: Any, fails: Any
+) -> None:
+    window = await open_window()
+    window.handlers["readText"] = lambda p: None
+    window.handlers["replaceSelection"] = lambda p: None
+    assert await ok("get_open_in_editor_file_text") == ""
+    assert "No file is open in the JupyterLab editor" in await fails(
+        "replace_current_file_text", text="x"
+    )
+    assert "No file is open" in await fails("replace_selected_text", text="x")
+
+
+async def test_a_window_error_becomes_the_tool_error(open_window: Any, fails: Any) -> None:
+    window = await open_window()
+
+    def refuse(params: dict[str, Any]) -> Any:
+        raise RuntimeError("The document is read-only")
+
+    window.handlers["replaceSelection"] = refuse
+    assert await fails("replace_selected_text", text="x") == "The document is read-only"
+
+
+async def test_a_silent_window_times_out(open_window: Any, fails: Any, bridge: Any) -> None:
+    bridge.timeout = 0.3
+    window = await open_window()
+    assert "did not answer within 0.3 s" in await fails("replace_selected_text", text="x")
+    await until(lambda: window.of_type("cancel"))
+
+
+async def test_the_most_recently_focused_window_is_the_editor(
+    open_window: Any, ok: Any, bridge: Any
+) -> None:
+    first = await open_window("first")
+    first.handlers["readText"] = lambda p: {"path": "1.py", "type": "file", "text": "one"}
+    second = await open_window("second")
+    second.handlers["readText"] = lambda p: {"path": "2.py", "type": "file", "text": "two"}
+    assert await ok("get_open_in_editor_file_text") == "two"  # connected last
+    first.state(focus=True)
+    await until(lambda: bridge.current().id == "first")
+    assert await ok("get_open_in_editor_file_text") == "one"
+    await first.close()
+    await until(lambda: bridge.current().id == "second")
+    assert await ok("get_open_in_editor_file_text") == "two"
+
+
+async def test_a_background_tab_that_reconnects_does_not_steal_the_editor(
+    open_window: Any, bridge: Any
+) -> None:
+    await open_window("front")
+    await open_window("back", focusAge="3600")
+    assert bridge.current().id == "front"
+
+
+async def test_a_window_closing_mid_request_fails_the_call(open_window: Any, fails: Any) -> None:
+    window = await open_window()
+
+    async def close_soon() -> None:
+        await until(lambda: window.requests)
+        window.ws.close()
+
+    closer = asyncio.ensure_future(close_soon())
+    assert "disconnected" in await fails("replace_selected_text", text="x")
+    await closer
+
+
+# -- file tools and open documents -----------------------------------------------------------
+
+
+async def test_file_tools_refuse_files_with_unsaved_edits_and_keep_them(
+    open_window: Any, fails: Any, ok: Any, jp_root_dir: Path
+) -> None:
+    target = jp_root_dir / "a.py"
+    target.write_text("on disk\n")
+    window = await open_window()
+    window.state(active=file_doc("a.py", dirty=True), open=[file_doc("a.py", dirty=True)])
+    await asyncio.sleep(0.1)
+    error = await fails("rewrite_file_content", pathInProject="a.py", text="agent\n")
+    assert "a.py has unsaved changes in JupyterLab; save or revert them first" in error
+    assert target.read_text() == "on disk\n"
+    assert not window.of_type("reload")
+    window.state(open=[file_doc("a.py", dirty=False)], active=file_doc("a.py"))
+    await asyncio.sleep(0.1)
+    await ok("rewrite_file_content", pathInProject="a.py", text="agent\n")
+    assert target.read_text() == "agent\n"
+    await until(lambda: window.of_type("reload"))
+    assert window.of_type("reload") == [{"type": "reload", "path": "a.py"}]
+
+
+async def test_writes_to_files_not_open_send_no_reload(
+    open_window: Any, ok: Any, jp_root_dir: Path
+) -> None:
+    window = await open_window()
+    window.state(open=[file_doc("a.py")])
+    await asyncio.sleep(0.05)
+    await ok("create_new_file_with_text", pathInProject="b.py", text="x\n")
+    await asyncio.sleep(0.1)
+    assert not window.of_type("reload")
+
+
+# -- approvals -------------------------------------------------------------------------------
+
+
+async def test_dangerous_actions_ask_for_approval(
+    open_window: Any, ok: Any, fails: Any, jp_root_dir: Path
+) -> None:
+    window = await open_window()
+    executed: list[str] = []
+    window.handlers["hasCommand"] = lambda p: p["id"] != "filebrowser:delete-missing"
+    window.handlers["executeCommand"] = lambda p: executed.append(p["id"]) or "ok"
+    answers = iter([False, True])
+    window.handlers["confirm"] = lambda p: next(answers)
+
+    assert await ok("execute_action_by_id", actionId="docmanager:save") == "ok"
+    assert [r["method"] for r in window.requests] == ["executeCommand"]
+
+    error = await fails("execute_action_by_id", actionId="notebook:run-all-cells")
+    assert error == "The user did not approve execute_action_by_id; nothing was done"
+    confirm = [r for r in window.requests if r["method"] == "confirm"][0]["params"]
+    assert confirm["tool"] == "execute_action_by_id"
+    assert confirm["arguments"] == 'actionId="notebook:run-all-cells"'
+    assert executed == ["docmanager:save"]
+
+    assert await ok("execute_action_by_id", actionId="kernelmenu:shutdown") == "ok"
+    assert executed == ["docmanager:save", "kernelmenu:shutdown"]
+    assert (
+        await ok("execute_action_by_id", actionId="filebrowser:delete-missing")
+        == "action not found"
+    )
+
+
+async def test_unknown_actions_are_not_found(open_window: Any, ok: Any) -> None:
+    window = await open_window()
+    window.handlers["executeCommand"] = lambda p: "not found"
+    assert await ok("execute_action_by_id", actionId="no:such") == "action not found"
+
+
+async def test_approval_times_out_and_closes_the_dialog(
+    open_window: Any, fails: Any, mcp_app: Any
+) -> None:
+    mcp_app.approval_timeout = 0.3
+    window = await open_window()
+    window.handlers["hasCommand"] = lambda p: True
+    error = await fails("execute_action_by_id", actionId="terminal:create-new")
+    assert "was not approved" in error and "did not answer within 0.3 s" in error
+    await until(lambda: window.of_type("cancel"))
+
+
+async def test_list_actions_sorted_and_clean(open_window: Any, ok: Any) -> None:
+    window = await open_window()
+    window.handlers["listCommands"] = lambda p: [
+        {"id": "z:last", "text": "Last"},
+        {"id": "a:first", "text": "First"},
+        {"bad": True},
+    ]
+    assert await ok("list_available_actions") == [
+        {"id": "a:first", "text": "First"},
+        {"id": "z:last", "text": "Last"},
+    ]
+
+
+# -- activity --------------------------------------------------------------------------------
+
+
+async def test_every_call_is_shown_in_the_activity_panel(
+    open_window: Any, ok: Any, fails: Any, jp_root_dir: Path, jp_ws_fetch: Any
+) -> None:
+    (jp_root_dir / "a.py").write_text("x\n")
+    window = await open_window()
+    await ok("get_file_text_by_path", pathInProject="a.py")
+    await fails("get_file_text_by_path", pathInProject="missing.py")
+    await until(lambda: len(window.of_type("activity")) >= 2)
+    first, second = (m["record"] for m in window.of_type("activity")[:2])
+    assert first["tool"] == "get_file_text_by_path" and first["ok"] is True
+    assert first["arguments"] == 'pathInProject="a.py"'
+    assert first["durationMs"] >= 0
+    assert second["ok"] is False and "File not found: missing.py" in second["error"]
+    # A window that connects later gets the history in its welcome.
+    ws = await jp_ws_fetch("mcp", "bridge", params={"window": "late"})
+    welcome = json.loads(await ws.read_message())
+    assert [r["tool"] for r in welcome["activity"]][-2:] == ["get_file_text_by_path"] * 2
+    ws.close()
+
+
+# -- breakpoints ---------------------------------------------------------------------------------
+
+
+def _two_cell_notebook() -> nbformat.NotebookNode:
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "python3", "language": "python", "display_name": "P"}
+    nb.cells = [
+        nbformat.v4.new_code_cell("a = 1\nb = 2"),
+        nbformat.v4.new_markdown_cell("text"),
+        nbformat.v4.new_code_cell("c = 3\nd = 4"),
+    ]
+    return nb
+
+
+def test_view_lines_map_to_cell_lines_and_back() -> None:
+    from jupyter_mcp.documents.notebook_view import notebook_view
+    from jupyter_mcp.lab.breakpoint_sync import view_lines_by_cell, view_lines_of_cells
+
+    nb = _two_cell_notebook()
+    view = notebook_view(nb).splitlines()
+    d_line = view.index("d = 4") + 1
+    a_line = view.index("a = 1") + 1
+    cells = view_lines_by_cell(nb, {a_line, d_line})
+    assert cells == [{"id": nb.cells[0].id, "lines": [1]}, {"id": nb.cells[2].id, "lines": [2]}]
+    back = view_lines_of_cells(nb, {c["id"]: c["lines"] for c in cells})
+    assert back == {a_line, d_line}
+
+
+async def test_breakpoints_go_to_windows_and_come_back(
+    open_window: Any, ok: Any, jp_root_dir: Path, bridge: Any
+) -> None:
+    nb = _two_cell_notebook()
+    (jp_root_dir / "n.ipynb").write_text(nbformat.writes(nb))
+    view = (await ok("get_file_text_by_path", pathInProject="n.ipynb"))["content"].splitlines()
+    d_line = view.index("d = 4") + 1
+    window = await open_window()
+    await until(lambda: window.of_type("breakpoints"))  # the state on connect
+    assert await ok("toggle_debugger_breakpoint", pathInProject="n.ipynb", line=d_line)
+    await until(lambda: window.of_type("breakpoints")[-1]["files"])
+    (entry,) = window.of_type("breakpoints")[-1]["files"]
+    assert entry == {
+        "path": "n.ipynb",
+        "lines": [d_line],
+        "cells": [{"id": nb.cells[2].id, "lines": [2]}],
+    }
+    # The user moves the breakpoint in the gutter: line 1 of the first cell only.
+    cells = [
+        {"id": c.id, "cell_type": c.cell_type, "source": c.source, "lines": []} for c in nb.cells
+    ]
+    cells[0]["lines"] = [1]
+    window.ws.write_message(
+        json.dumps(
+            {
+                "type": "breakpointsChanged",
+                "path": "n.ipynb",
+                "kind": "notebook",
+                "cells": cells,
+                "metadata": dict(nb.metadata),
+            }
+        )
+    )
+    a_line = view.index("a = 1") + 1
+    path = str(jp_root_dir / "n.ipynb")
+
+    async def lines() -> set[int]:
+        return {b["line"] for b in await ok("get_debugger_breakpoints") if b["path"] == path}
+
+    for _ in range(100):
+        if await lines() == {a_line}:
+            break
+        await asyncio.sleep(0.05)
+    assert await lines() == {a_line}

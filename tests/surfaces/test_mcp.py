@@ -1,0 +1,466 @@
+"""Standard MCP at ``{base_url}mcp`` through the official SDK client, both protocol eras.
+
+``legacy`` is the initialize handshake (sessions, SSE); ``auto`` probes ``server/discover`` and
+so speaks 2026-07-28 with this server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import anyio
+import httpx2
+import pytest
+from mcp import Client, MCPError
+from mcp.client.streamable_http import streamable_http_client
+
+from jupyter_mcp.core.context import ToolContext
+from jupyter_mcp.core.registry import Tool
+from jupyter_mcp.surfaces.mcp import surface_for
+
+MODES = ["legacy", "auto"]
+
+
+@pytest.fixture
+def mcp_url(http_server: Any, http_server_port: tuple[Any, int], jp_base_url: str) -> str:
+    """The Streamable HTTP endpoint of the running test server."""
+    return f"http://127.0.0.1:{http_server_port[1]}{jp_base_url}mcp"
+
+
+@pytest.fixture
+def token(jp_serverapp: Any) -> str:
+    return jp_serverapp.identity_provider.token
+
+
+@pytest.fixture
+def connect(mcp_url: str, token: str):  # type: ignore[no-untyped-def]
+    """``async with connect(mode, **client_options) as client``: an SDK client on ``/mcp``."""
+
+    @asynccontextmanager
+    async def _connect(mode: str, **options: Any) -> AsyncIterator[Client]:
+        async with httpx2.AsyncClient(headers={"Authorization": f"token {token}"}) as http:
+            transport = streamable_http_client(mcp_url, http_client=http)
+            async with Client(transport, mode=mode, **options) as client:
+                yield client
+
+    return _connect
+
+
+async def list_all(client: Client) -> list[Any]:
+    tools, cursor = [], None
+    while True:
+        page = await client.list_tools(cursor=cursor, cache_mode="refresh")
+        tools.extend(page.tools)
+        cursor = page.next_cursor
+        if cursor is None:
+            return tools
+
+
+def add_tool(app: Any, name: str, fn: Any, **flags: Any) -> None:
+    app.registry.add(
+        Tool(name=name, description=f"test tool {name}", properties={}, fn=fn, **flags)
+    )
+
+
+# --- handshake, discovery ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_handshake_gives_server_info_and_instructions(connect, mode):
+    async with connect(mode) as client:
+        if mode == "legacy":
+            assert client.protocol_version == "2025-11-25"
+        else:
+            assert client.protocol_version == "2026-07-28"
+        assert client.server_capabilities.tools is not None
+        instructions = client.instructions or ""
+        assert "relative to the project root" in instructions
+        assert "percent-format" in instructions
+        assert "resultStart" in instructions
+        assert "at most 8000 characters" in instructions
+        assert "0-based" in instructions and "1-based" in instructions
+
+
+async def test_ping_on_legacy_session(connect):
+    async with connect("legacy") as client:
+        assert (await client.session.send_ping()) is not None
+
+
+# --- tools/list -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_lists_every_registry_tool_with_annotations_and_schema(connect, mcp_app, mode):
+    async with connect(mode) as client:
+        listed = await list_all(client)
+
+    expected = mcp_app.registry.visible(mcp_app.tool_context)
+    assert [t.name for t in listed] == [t.name for t in expected]
+    by_name = {t.name: t for t in listed}
+    for tool in expected:
+        got = by_name[tool.name]
+        hints = tool.annotations
+        assert got.title == hints["title"]
+        assert got.annotations is not None
+        assert got.annotations.read_only_hint is hints["readOnlyHint"]
+        assert got.annotations.destructive_hint is hints["destructiveHint"]
+        assert got.annotations.idempotent_hint is hints["idempotentHint"]
+        assert got.annotations.open_world_hint is hints["openWorldHint"]
+        assert got.input_schema == tool.advertised_schema()
+    reader = by_name["get_file_text_by_path"]
+    assert reader.annotations.read_only_hint is True
+    assert "resultStart" in reader.input_schema["properties"]
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_tools_list_pages_with_a_cursor(connect, mcp_app, mode):
+    surface_for(mcp_app).page_size = 7
+    async with connect(mode) as client:
+        first = await client.list_tools(cache_mode="refresh")
+        assert len(first.tools) == 7 and first.next_cursor
+        listed = await list_all(client)
+        with pytest.raises(MCPError) as refused:
+            await client.list_tools(cursor="not-a-cursor", cache_mode="refresh")
+
+    names = [t.name for t in listed]
+    assert names == [t.name for t in mcp_app.registry.visible(mcp_app.tool_context)]
+    assert len(set(names)) == len(names)
+    assert refused.value.code == -32602
+    assert "Invalid cursor" in refused.value.message
+
+
+# --- tools/call -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_call_returns_text_and_structured_content(connect, jp_root_dir, mode):
+    (jp_root_dir / "hello.py").write_text("print('hi')\n")
+    async with connect(mode) as client:
+        result = await client.call_tool("get_file_text_by_path", {"pathInProject": "hello.py"})
+
+    assert result.is_error is False
+    assert len(result.content) == 1
+    value = json.loads(result.content[0].text)
+    assert value["content"] == "print('hi')\n"
+    assert value["relativePath"] == "hello.py"
+    assert result.structured_content == value
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_tool_failure_is_an_error_result_with_the_message(connect, jp_root_dir, mode):
+    async with connect(mode) as client:
+        missing = await client.call_tool("get_file_text_by_path", {"pathInProject": "nope.txt"})
+        invalid = await client.call_tool("get_file_text_by_path", {"pathInProject": 3})
+        outside = await client.call_tool("get_file_text_by_path", {"pathInProject": "../x"})
+
+    assert missing.is_error is True
+    assert "nope.txt" in missing.content[0].text
+    assert invalid.is_error is True
+    assert "pathInProject" in invalid.content[0].text
+    assert outside.is_error is True
+    assert missing.structured_content is None
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_unknown_tool_is_a_protocol_error(connect, mode):
+    async with connect(mode) as client:
+        with pytest.raises(MCPError) as refused:
+            await client.session.call_tool("no_such_tool", {})
+    assert refused.value.code == -32602
+    assert "Unknown tool: no_such_tool" in refused.value.message
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_long_result_is_windowed_with_a_trailer(connect, jp_root_dir, mode):
+    text = "".join(f"line {i:05d} " + "x" * 40 + "\n" for i in range(400))  # ~20 000 chars
+    (jp_root_dir / "big.txt").write_text(text)
+    async with connect(mode) as client:
+        first = await client.call_tool("get_file_text_by_path", {"pathInProject": "big.txt"})
+        second = await client.call_tool(
+            "get_file_text_by_path", {"pathInProject": "big.txt", "resultStart": 8000}
+        )
+
+    whole = json.dumps(
+        {
+            "content": text,
+            "path": str(jp_root_dir / "big.txt"),
+            "relativePath": "big.txt",
+        },
+        ensure_ascii=False,
+    )
+    assert first.is_error is False
+    assert first.content[0].text == whole[:8000]
+    assert len(first.content) == 2
+    trailer = first.content[1].text
+    assert str(len(whole)) in trailer and "resultStart=8000" in trailer
+    assert first.structured_content is None  # the whole value would defeat the window
+    assert second.content[0].text == whole[8000:16000]
+    assert "resultStart=16000" in second.content[1].text
+
+
+# --- progress, logging, cancellation ----------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_progress_notifications_reach_the_client(connect, mcp_app, mode):
+    def counting(ctx: ToolContext) -> str:  # a sync tool: runs in a worker thread
+        for step in range(1, 4):
+            ctx.report_progress(step, 3, f"step {step}")
+        return "counted"
+
+    add_tool(mcp_app, "test_counting", counting, read_only=True)
+    updates: list[tuple[float, float | None, str | None]] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        updates.append((progress, total, message))
+
+    async with connect(mode) as client:
+        result = await client.call_tool("test_counting", {}, progress_callback=on_progress)
+
+    assert result.content[0].text == "counted"
+    assert updates == [(1, 3, "step 1"), (2, 3, "step 2"), (3, 3, "step 3")]
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_tool_log_lines_reach_a_client_that_asked_for_them(connect, mcp_app, mode):
+    async def chatty(ctx: ToolContext) -> str:
+        ctx.log.info("jupyter_mcp test: working on it")
+        ctx.log.debug("jupyter_mcp test: too detailed")
+        return "done"
+
+    add_tool(mcp_app, "test_chatty", chatty, read_only=True)
+    received: list[Any] = []
+
+    async def on_log(params: Any) -> None:
+        received.append(params)
+
+    options: dict[str, Any] = {"logging_callback": on_log}
+    if mode == "auto":
+        options["log_level"] = "info"
+    async with connect(mode, **options) as client:
+        if mode == "legacy":
+            await client.session.set_logging_level("info")
+        await client.call_tool("test_chatty", {})
+
+    texts = [p.data for p in received]
+    assert "jupyter_mcp test: working on it" in texts
+    assert "jupyter_mcp test: too detailed" not in texts
+    assert all(p.level == "info" for p in received if "jupyter_mcp test" in p.data)
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_cancelling_a_call_stops_the_work(connect, mcp_app, mode):
+    state = {"started": asyncio.Event(), "cancelled": asyncio.Event(), "finished": False}
+
+    async def slow(ctx: ToolContext) -> str:
+        state["started"].set()
+        try:
+            await asyncio.sleep(30)
+        except asyncio.CancelledError:
+            state["cancelled"].set()
+            raise
+        state["finished"] = True
+        return "finished"
+
+    add_tool(mcp_app, "test_slow", slow, read_only=True)
+    async with connect(mode) as client:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(client.call_tool, "test_slow", {})
+            await asyncio.wait_for(state["started"].wait(), 10)
+            tg.cancel_scope.cancel()
+        await asyncio.wait_for(state["cancelled"].wait(), 10)
+        # The session still serves calls afterwards.
+        tools = await list_all(client)
+
+    assert state["finished"] is False
+    assert "test_slow" in [t.name for t in tools]
+
+
+async def test_tools_list_changed_is_announced_on_a_legacy_session(connect, mcp_app):
+    changed = asyncio.Event()
+
+    async def on_message(message: Any) -> None:
+        if getattr(message, "method", None) == "notifications/tools/list_changed":
+            changed.set()
+
+    async with connect("legacy", message_handler=on_message) as client:
+        before = await list_all(client)
+        await asyncio.sleep(0.3)  # let the client open its GET stream
+        mcp_app.read_only = True
+        await asyncio.wait_for(changed.wait(), 10)
+        after = await list_all(client)
+
+    assert len(after) < len(before)
+    assert all(t.annotations.read_only_hint for t in after)
+
+
+async def test_tools_list_changed_reaches_a_modern_listen_stream(connect, mcp_app):
+    async with connect("auto") as client:
+        assert client.server_capabilities.tools.list_changed is True
+        before = await list_all(client)
+        async with client.listen(tools_list_changed=True) as subscription:
+            mcp_app.read_only = True
+            with anyio.fail_after(10):
+                async for event in subscription:
+                    assert type(event).__name__ == "ToolsListChanged"
+                    break
+        after = await list_all(client)
+
+    assert len(after) < len(before)
+
+
+# --- HTTP layer: auth, origin, Accept, sessions -----------------------------------------
+
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "raw-http", "version": "0"},
+    },
+}
+
+
+async def post(url: str, body: Any, headers: dict[str, str]) -> httpx2.Response:
+    async with httpx2.AsyncClient() as http:
+        return await http.post(url, content=json.dumps(body), headers=headers)
+
+
+async def test_missing_or_wrong_token_is_refused(mcp_url):
+    headers = {"Content-Type": "application/json", "Accept": "application/json"}
+    missing = await post(mcp_url, INITIALIZE, headers)
+    wrong = await post(mcp_url, INITIALIZE, {**headers, "Authorization": "token wrong"})
+    assert missing.status_code == 403
+    assert wrong.status_code == 403
+    assert missing.json()["error"]["message"]
+
+
+async def test_foreign_origin_is_refused_even_with_the_token(mcp_url, token):
+    headers = {
+        "Content-Type": "application/json",
+        "Accept": "application/json, text/event-stream",
+        "Authorization": f"token {token}",
+    }
+    foreign = await post(mcp_url, INITIALIZE, {**headers, "Origin": "http://evil.example.com"})
+    own_origin = mcp_url.split("/a%40b/")[0]
+    own = await post(mcp_url, INITIALIZE, {**headers, "Origin": own_origin})
+    assert foreign.status_code == 403
+    assert "Origin" in foreign.json()["error"]["message"]
+    assert own.status_code == 200
+
+
+async def test_foreign_host_is_refused(mcp_url, token):
+    headers = {
+        "Content-Type": "application/json",
+        "Accept": "application/json, text/event-stream",
+        "Authorization": f"token {token}",
+        "Host": "evil.example.com",
+    }
+    response = await post(mcp_url, INITIALIZE, headers)
+    assert response.status_code in (403, 421)
+
+
+@pytest.mark.parametrize("version", ["2025-03-26", "2025-06-18", "2025-11-25"])
+async def test_json_only_client_gets_a_json_answer(mcp_url, token, version):
+    headers = {
+        "Content-Type": "application/json",
+        "Accept": "application/json",
+        "Authorization": f"token {token}",
+    }
+    body = {**INITIALIZE, "params": {**INITIALIZE["params"], "protocolVersion": version}}
+    response = await post(mcp_url, body, headers)
+    assert response.status_code == 200
+    assert response.headers["content-type"].startswith("application/json")
+    answer = response.json()
+    assert answer["id"] == 1
+    assert answer["result"]["protocolVersion"] == version
+    assert answer["result"]["serverInfo"]["name"] == "jupyter-mcp"
+    assert response.headers.get("mcp-session-id")
+
+
+async def test_legacy_session_lifecycle_over_raw_http(mcp_url, token):
+    auth = {"Authorization": f"token {token}"}
+    post_headers = {
+        **auth,
+        "Content-Type": "application/json",
+        "Accept": "application/json, text/event-stream",
+    }
+    async with httpx2.AsyncClient(timeout=10) as http:
+        opened = await http.post(mcp_url, content=json.dumps(INITIALIZE), headers=post_headers)
+        session = opened.headers["mcp-session-id"]
+        in_session = {
+            **post_headers,
+            "Mcp-Session-Id": session,
+            "MCP-Protocol-Version": "2025-06-18",
+        }
+        initialized = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+        accepted = await http.post(mcp_url, content=json.dumps(initialized), headers=in_session)
+        async with http.stream(
+            "GET", mcp_url, headers={**in_session, "Accept": "text/event-stream"}
+        ) as stream:
+            stream_status = stream.status_code
+            stream_type = stream.headers["content-type"]
+        listed = await http.post(
+            mcp_url,
+            content=json.dumps({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}),
+            headers=in_session,
+        )
+        ended = await http.delete(mcp_url, headers=in_session)
+        after = await http.post(
+            mcp_url,
+            content=json.dumps({"jsonrpc": "2.0", "id": 3, "method": "tools/list"}),
+            headers=in_session,
+        )
+
+    assert opened.status_code == 200
+    assert accepted.status_code == 202
+    assert stream_status == 200 and stream_type.startswith("text/event-stream")
+    assert listed.status_code == 200 and "get_file_text_by_path" in listed.text
+    assert ended.status_code == 200
+    assert after.status_code == 404
+
+
+async def test_seed_rest_routes_still_answer_beside_mcp(jp_fetch):
+    response = await jp_fetch("mcp", "list_tools", method="GET")
+    assert response.code == 200
+    assert any(t["name"] == "get_file_text_by_path" for t in json.loads(response.body))
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_cancelling_a_background_command_kills_it(connect, jp_root_dir, mode):
+    pid_file = jp_root_dir / "pid.txt"
+
+    def alive(pid: int) -> bool:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        return True
+
+    async with connect(mode) as client:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(
+                client.call_tool,
+                "run_command_on_background",
+                {"command": "echo $$ > pid.txt; sleep 60", "timeout": 120000},
+            )
+            for _ in range(200):
+                if pid_file.exists() and pid_file.read_text().strip():
+                    break
+                await asyncio.sleep(0.05)
+            pid = int(pid_file.read_text())
+            assert alive(pid)
+            tg.cancel_scope.cancel()
+        for _ in range(200):
+            if not alive(pid):
+                break
+            await asyncio.sleep(0.05)
+
+    assert not alive(pid)
