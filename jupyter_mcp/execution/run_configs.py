@@ -30,7 +30,6 @@ import itertools
 import json
 import os
 import platform
-import queue
 import re
 import shlex
 import time
@@ -42,6 +41,7 @@ import json5
 
 from ..core.errors import ToolError
 from ..core.paths import is_inside
+from ..kernels.execute import connected_client, execute, kernel_name_for
 from ..project.walk import iter_project_files
 from .output import OutputBuffer, plain_text
 from .processes import Activity, iso, kill_group
@@ -555,7 +555,7 @@ class RunManager:
         api_path = config.cwd.relative_to(self.root_dir).as_posix()
         try:
             kwargs: dict[str, Any] = {"path": "" if api_path == "." else api_path}
-            kernel_name = await asyncio.to_thread(_kernel_for, config.notebook, manager)
+            kernel_name = await asyncio.to_thread(kernel_name_for, config.notebook, manager)
             if kernel_name:
                 kwargs["kernel_name"] = kernel_name
             run.kernel_id = await manager.start_kernel(**kwargs)
@@ -588,16 +588,13 @@ class RunManager:
 
     async def _execute(self, run: Run) -> None:
         manager = self.kernel_manager
-        client = None
+        assert run.kernel_id is not None
         try:
-            kernel = manager.get_kernel(run.kernel_id)
-            client = kernel.client()
-            client.start_channels()
-            await client.wait_for_ready(timeout=60)
-            if run.config.notebook is not None:
-                status, code, error = await self._run_notebook(run, client)
-            else:
-                status, code, error = await self._run_process(run, client)
+            async with connected_client(manager, run.kernel_id) as client:
+                if run.config.notebook is not None:
+                    status, code, error = await self._run_notebook(run, client)
+                else:
+                    status, code, error = await self._run_process(run, client)
             self._finish(run, status, code, error)
         except asyncio.CancelledError:
             self._finish(run, "stopped", None, None)
@@ -609,10 +606,7 @@ class RunManager:
                 # Whatever the program left running (``sleep 1000 &``, a dev server) ends with
                 # the run: SIGTERM to its group, SIGKILL after a grace period.
                 await asyncio.shield(kill_group(run.pgid))
-            if client is not None:
-                with contextlib.suppress(Exception):
-                    client.stop_channels()
-            if run.kernel_id is not None and run.kernel_id in manager:
+            if run.kernel_id in manager:
                 with contextlib.suppress(Exception):
                     await manager.shutdown_kernel(run.kernel_id, now=run.stop_requested)
 
@@ -679,24 +673,10 @@ class RunManager:
     async def _execute_code(
         self, run: Run, client: Any, code: str, expressions: dict[str, str] | None
     ) -> dict[str, Any]:
-        """Execute ``code``, streaming its iopub output into the run; return the reply."""
-        msg_id = client.execute(
-            code, store_history=False, allow_stdin=False, user_expressions=expressions or {}
-        )
+        """Execute ``code``, streaming its output into the run; return the reply."""
         manager = self.kernel_manager
-        while True:
-            try:
-                msg = await client.get_iopub_msg(timeout=0.5)
-            except queue.Empty:
-                if (
-                    run.kernel_id not in manager
-                    or not await manager.get_kernel(run.kernel_id).is_alive()
-                ):
-                    raise RuntimeError("the kernel died") from None
-                continue
-            if msg.get("parent_header", {}).get("msg_id") != msg_id:
-                continue
-            kind, content = msg["msg_type"], msg["content"]
+
+        def on_message(kind: str, content: dict[str, Any]) -> None:
             if kind == "stream":
                 run.output.append(content.get("text", ""))
             elif (
@@ -711,12 +691,15 @@ class RunManager:
                     run.output.append(text + "\n")
             elif kind == "error":
                 run.output.append(plain_text("\n".join(content.get("traceback", []))) + "\n")
-            elif kind == "status" and content.get("execution_state") == "idle":
-                break
-        while True:
-            reply = await client.get_shell_msg(timeout=30)
-            if reply.get("parent_header", {}).get("msg_id") == msg_id:
-                return reply
+
+        async def is_alive() -> bool:
+            return run.kernel_id in manager and bool(
+                await manager.get_kernel(run.kernel_id).is_alive()
+            )
+
+        return await execute(
+            client, code, on_message=on_message, is_alive=is_alive, user_expressions=expressions
+        )
 
     async def shutdown(self) -> None:
         """Stop every run (the server is stopping)."""
@@ -734,27 +717,3 @@ def _pgid(reported: Any, known: int | None) -> int | None:
         if pgid != os.getpgrp():  # never the server's own group
             return pgid
     return None
-
-
-def _kernel_for(notebook: Path | None, manager: Any) -> str | None:
-    """The kernel to start: the one a notebook asks for, else a Python kernel for programs.
-
-    None means the server's default kernel.
-    """
-    try:
-        specs = manager.kernel_spec_manager.get_all_specs()
-    except Exception:
-        return None
-    if notebook is not None:
-        try:
-            meta = json.loads(notebook.read_text(encoding="utf-8")).get("metadata", {})
-            name = meta.get("kernelspec", {}).get("name")
-        except (OSError, ValueError, AttributeError):
-            return None
-        return name if name in specs else None
-    # Programs and tasks are started by Python code in the kernel: make sure it is Python.
-    default = getattr(manager, "default_kernel_name", None)
-    python = [n for n, s in specs.items() if s.get("spec", {}).get("language") == "python"]
-    if default in python or not python:
-        return None
-    return "python3" if "python3" in python else sorted(python)[0]

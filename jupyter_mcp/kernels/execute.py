@@ -1,0 +1,105 @@
+"""Execute code in a kernel of the server and follow what it sends back.
+
+A kernel's answer to one ``execute_request`` is a series of iopub messages (stream, display,
+result, error), closed by a ``status: idle``, then an ``execute_reply`` on the shell channel.
+:func:`execute` waits for all of it, hands each iopub message of this request to the caller as
+it arrives, and notices a kernel that died half-way (it would otherwise never go idle).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import queue
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+#: How often, while a kernel is silent, :func:`execute` checks that it is still alive (seconds).
+ALIVE_POLL = 0.5
+#: How long the shell reply may lag behind the kernel going idle (seconds).
+REPLY_TIMEOUT = 30.0
+
+
+class KernelDied(RuntimeError):
+    """The kernel stopped while code was running in it."""
+
+    def __init__(self) -> None:
+        super().__init__("the kernel died")
+
+
+@contextlib.asynccontextmanager
+async def connected_client(
+    manager: Any, kernel_id: str, *, timeout: float = 60
+) -> AsyncIterator[Any]:
+    """A client of the server's kernel ``kernel_id``, ready to execute; closed on exit."""
+    client = manager.get_kernel(kernel_id).client()
+    client.start_channels()
+    try:
+        await client.wait_for_ready(timeout=timeout)
+        yield client
+    finally:
+        with contextlib.suppress(Exception):
+            client.stop_channels()
+
+
+async def execute(
+    client: Any,
+    code: str,
+    *,
+    on_message: Callable[[str, dict[str, Any]], None],
+    is_alive: Callable[[], Awaitable[bool]],
+    user_expressions: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    """Run ``code`` (no history, no stdin) and return the shell reply.
+
+    ``on_message(msg_type, content)`` gets every iopub message of this request but the status
+    ones; ``is_alive()`` is asked whenever the kernel is silent for :data:`ALIVE_POLL` seconds,
+    and a False answer raises :class:`KernelDied`.
+    """
+    msg_id = client.execute(
+        code, store_history=False, allow_stdin=False, user_expressions=user_expressions or {}
+    )
+    while True:
+        try:
+            msg = await client.get_iopub_msg(timeout=ALIVE_POLL)
+        except queue.Empty:
+            if not await is_alive():
+                raise KernelDied() from None
+            continue
+        if msg.get("parent_header", {}).get("msg_id") != msg_id:
+            continue
+        kind, content = msg["msg_type"], msg["content"]
+        if kind == "status":
+            if content.get("execution_state") == "idle":
+                break
+            continue
+        on_message(kind, content)
+    while True:
+        reply: dict[str, Any] = await client.get_shell_msg(timeout=REPLY_TIMEOUT)
+        if reply.get("parent_header", {}).get("msg_id") == msg_id:
+            return reply
+
+
+def kernel_name_for(notebook: Path | None, manager: Any) -> str | None:
+    """The kernel to start: the one a notebook asks for, else a Python kernel for programs.
+
+    None means the server's default kernel.
+    """
+    try:
+        specs = manager.kernel_spec_manager.get_all_specs()
+    except Exception:
+        return None
+    if notebook is not None:
+        try:
+            meta = json.loads(notebook.read_text(encoding="utf-8")).get("metadata", {})
+            name = meta.get("kernelspec", {}).get("name")
+        except (OSError, ValueError, AttributeError):
+            return None
+        return name if name in specs else None
+    # Programs and tasks are started by Python code in the kernel: make sure it is Python.
+    default = getattr(manager, "default_kernel_name", None)
+    python = [n for n, s in specs.items() if s.get("spec", {}).get("language") == "python"]
+    if default in python or not python:
+        return None
+    return "python3" if "python3" in python else sorted(python)[0]
