@@ -32,7 +32,7 @@ LABEXT_OUT := jupyter_mcp/labextension
 LABEXT_BUILT := $(LABEXT_OUT)/package.json
 LABEXT_NODE := labextension/node_modules/.jupyter-mcp-installed
 LABEXT_SOURCES := $(shell find labextension/src labextension/style -type f 2>/dev/null) \
-	labextension/package.json labextension/tsconfig.json
+	labextension/package.json labextension/tsconfig.json jupyter_mcp/lab/protocol.json
 
 .PHONY: help run test test-deps install labextension chromium npm-tools lint format wheel clean
 

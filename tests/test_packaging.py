@@ -110,6 +110,8 @@ def test_wheel_contains_labextension_and_server_config(wheel: Path) -> None:
     # The Python package itself, without a second copy of the assets inside it.
     assert "jupyter_mcp/__init__.py" in names
     assert "jupyter_mcp/app.py" in names
+    # The lab socket's request list, which the server reads at import.
+    assert "jupyter_mcp/lab/protocol.json" in names
     assert not any(n.startswith("jupyter_mcp/labextension/") for n in names)
 
 

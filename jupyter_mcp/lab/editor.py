@@ -16,6 +16,7 @@ must be called on the event loop. Everything that file tools call from worker th
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 import itertools
 import json
@@ -32,6 +33,7 @@ import nbformat
 
 from ..core.errors import ToolError
 from ..documents.notebook_view import notebook_view
+from .protocol import WindowRequests, check_params
 
 if TYPE_CHECKING:
     from ..core.context import ToolContext
@@ -297,7 +299,9 @@ class EditorBridge:
 
         Raises :class:`NoWindowError` when no window is connected, and :class:`ToolError`
         when the window answers with an error, disconnects or does not answer in time.
+        ``method`` and ``params`` must be a request of protocol.json (see :meth:`ask`).
         """
+        check_params(method, params or {})
         window = window or self.current()
         if window is None:
             raise NoWindowError(
@@ -322,6 +326,10 @@ class EditorBridge:
         finally:
             self._pending.pop(request_id, None)
 
+    def ask(self, *, timeout: float | None = None, window: Window | None = None) -> WindowRequests:
+        """The requests of protocol.json, sent to ``window`` (default: the current one)."""
+        return WindowRequests(functools.partial(self.request, timeout=timeout, window=window))
+
     def _resolve(self, window_id: str, message: dict[str, Any]) -> None:
         entry = self._pending.get(message.get("id"))  # type: ignore[arg-type]
         if entry is None or entry[0] != window_id or entry[1].done():
@@ -345,7 +353,7 @@ class EditorBridge:
         included; a notebook as its percent-format view). None when nothing is open."""
         if self.current() is None:
             return None
-        answer = await self.request("readText")
+        answer = await self.ask().read_text()
         if not answer:
             return None
         path = answer.get("path")
@@ -377,15 +385,11 @@ class EditorBridge:
         """Show an approval dialog for a call in the current window; True when approved."""
         timeout = self.ctx.settings.approval_timeout
         try:
-            answer = await self.request(
-                "confirm",
-                {
-                    "tool": tool.name,
-                    "title": tool.annotations["title"],
-                    "description": tool.description,
-                    "arguments": summarize_arguments(arguments, limit=2000),
-                },
-                timeout=timeout,
+            answer = await self.ask(timeout=timeout).confirm(
+                tool=tool.name,
+                title=tool.annotations["title"],
+                description=tool.description,
+                arguments=summarize_arguments(arguments, limit=2000),
             )
         except NoWindowError as e:
             raise ToolError(

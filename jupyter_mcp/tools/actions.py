@@ -43,7 +43,7 @@ def _connected(ctx: ToolContext) -> Any:
 async def list_available_actions(ctx: ToolContext) -> list[dict[str, str]]:
     """The window's runnable commands, sorted by id."""
     bridge = _connected(ctx)
-    commands = await bridge.request("listCommands")
+    commands = await bridge.ask().list_commands()
     if not isinstance(commands, list):
         raise ToolError("The JupyterLab window sent a malformed command list")
     found = {
@@ -76,11 +76,11 @@ async def execute_action_by_id(ctx: ToolContext, actionId: str) -> str:
     """Run the command in the window; "action not found" for an unknown id."""
     bridge = _connected(ctx)
     if action_needs_approval(actionId, ctx.settings.action_approval_patterns):
-        if not await bridge.request("hasCommand", {"id": actionId}):
+        if not await bridge.ask().has_command(actionId):
             return "action not found"
         tool = next(t for t in tools if t.name == "execute_action_by_id")
         await ctx.request_approval(tool, {"actionId": actionId})
-    result = await bridge.request("executeCommand", {"id": actionId})
+    result = await bridge.ask().execute_command(actionId)
     if result == "not found":
         return "action not found"
     return "ok"

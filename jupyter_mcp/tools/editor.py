@@ -86,7 +86,7 @@ async def get_open_in_editor_file_path(ctx: ToolContext) -> str:
 async def replace_selected_text(ctx: ToolContext, text: str) -> str:
     """Replace the selection through the editor's model."""
     bridge = _connected(ctx)
-    result = await bridge.request("replaceSelection", {"text": text})
+    result = await bridge.ask().replace_selection(text)
     if result is None:
         raise ToolError(NO_DOCUMENT)
     return "ok"
@@ -113,10 +113,9 @@ async def replace_current_file_text(ctx: ToolContext, text: str) -> str:
         if updated is None:
             return "ok"
         cells = [_cell_message(cell) for cell in updated.cells]
-        params: dict[str, Any] = {"path": active["path"], "cells": cells}
+        result = await bridge.ask().replace_document(active["path"], cells=cells)
     else:
-        params = {"path": active["path"], "text": text}
-    result = await bridge.request("replaceDocument", params)
+        result = await bridge.ask().replace_document(active["path"], text=text)
     if result is None:
         raise ToolError(NO_DOCUMENT)
     return "ok"
@@ -148,5 +147,5 @@ async def open_file_in_editor(ctx: ToolContext, pathInProject: str) -> str:
     if path.is_dir():
         raise ToolError(f"{pathInProject} is a directory, not a file")
     bridge = _connected(ctx)
-    await bridge.request("openFile", {"path": ctx.relative(path)})
+    await bridge.ask().open_file(ctx.relative(path))
     return "file is opened"

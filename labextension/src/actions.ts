@@ -3,7 +3,7 @@
  */
 import { CommandRegistry } from '@lumino/commands';
 
-import { BridgeConnection } from './connection';
+import { RequestHandlers } from './protocol';
 
 /**
  * How long to wait for a command to fail at once before answering "ok" (commands are not
@@ -12,19 +12,14 @@ import { BridgeConnection } from './connection';
 const EARLY_FAILURE_MS = 150;
 
 /**
- * Answer the bridge's command requests from `commands`.
+ * The answers to the server's command requests, from `commands`.
  */
-export function registerActions(
-  connection: BridgeConnection,
-  commands: CommandRegistry
-): void {
-  connection.handle('listCommands', () => listCommands(commands));
-  connection.handle('hasCommand', params =>
-    commands.hasCommand(String(params.id))
-  );
-  connection.handle('executeCommand', params =>
-    executeCommand(commands, String(params.id))
-  );
+export function commandHandlers(commands: CommandRegistry) {
+  return {
+    listCommands: () => listCommands(commands),
+    hasCommand: ({ id }) => commands.hasCommand(id),
+    executeCommand: ({ id }) => executeCommand(commands, id)
+  } satisfies Partial<RequestHandlers>;
 }
 
 /**

@@ -11,16 +11,10 @@ import {
   IRequestMessage,
   IResponseMessage,
   IStateMessage,
+  isRequestMethod,
+  RequestHandlers,
   ServerMessage
 } from './protocol';
-
-/**
- * Answers one request method; a thrown error becomes the tool's error message.
- */
-export type RequestHandler = (
-  params: { [key: string]: any },
-  requestId: number
-) => unknown;
 
 const MIN_BACKOFF_MS = 250;
 const MAX_BACKOFF_MS = 10000;
@@ -30,8 +24,12 @@ const INTERACTION_THROTTLE_MS = 1000;
  * The bridge connection of this window.
  */
 export class BridgeConnection {
-  constructor(settings?: ServerConnection.ISettings) {
-    this._settings = settings ?? ServerConnection.makeSettings();
+  /**
+   * `settings` are the application's (`app.serviceManager.serverSettings`): its base and
+   * websocket URLs, token and WebSocket class.
+   */
+  constructor(settings: ServerConnection.ISettings) {
+    this._settings = settings;
     // A fresh id per page load; reconnections of this page keep it.
     this.windowId = UUID.uuid4().replace(/-/g, '');
     window.addEventListener('focus', this._onFocus);
@@ -87,10 +85,10 @@ export class BridgeConnection {
   }
 
   /**
-   * Register the answer to a request method.
+   * Provide the answers to the server's requests, one for each of protocol.json.
    */
-  handle(method: string, handler: RequestHandler): void {
-    this._handlers.set(method, handler);
+  setHandlers(handlers: RequestHandlers): void {
+    this._handlers = handlers;
   }
 
   /**
@@ -147,7 +145,7 @@ export class BridgeConnection {
     if (this._settings.token && this._settings.appendToken) {
       url += `&token=${encodeURIComponent(this._settings.token)}`;
     }
-    const socket = new WebSocket(url);
+    const socket = new this._settings.WebSocket(url);
     this._socket = socket;
     socket.onopen = () => {
       this._attempts = 0;
@@ -225,12 +223,16 @@ export class BridgeConnection {
   }
 
   private async _answer(request: IRequestMessage): Promise<void> {
-    const handler = this._handlers.get(request.method);
     const response: IResponseMessage = { type: 'response', id: request.id };
     try {
-      if (!handler) {
+      if (!this._handlers || !isRequestMethod(request.method)) {
         throw new Error(`This JupyterLab window cannot do "${request.method}"`);
       }
+      // The server checks each request's parameters against protocol.json before sending.
+      const handler = this._handlers[request.method] as (
+        params: unknown,
+        requestId: number
+      ) => unknown;
       const result = await handler(request.params, request.id);
       response.result = result === undefined ? null : result;
     } catch (e) {
@@ -270,7 +272,7 @@ export class BridgeConnection {
   private _retry: number | null = null;
   private _lastFocus = Date.now();
   private _lastSeen = 0;
-  private _handlers = new Map<string, RequestHandler>();
+  private _handlers: RequestHandlers | null = null;
   private _stateProvider: (() => IStateMessage) | null = null;
   private _connectedChanged = new Signal<this, boolean>(this);
   private _activity = new Signal<this, IActivityRecord>(this);

@@ -5,20 +5,30 @@ import { Dialog } from '@jupyterlab/apputils';
 import { Widget } from '@lumino/widgets';
 
 import { BridgeConnection } from './connection';
+import { RequestHandlers, RequestParams } from './protocol';
 
 /**
  * Shows approval dialogs for the server and withdraws them when the server gives up.
  */
 export class Approvals {
   constructor(connection: BridgeConnection) {
-    connection.handle('confirm', (params, id) => this.confirm(params, id));
     connection.cancelled.connect((_, id) => this._open.get(id)?.reject());
   }
 
   /**
+   * The answer to the server's approval requests.
+   */
+  readonly handlers = {
+    confirm: (params, id) => this.confirm(params, id)
+  } satisfies Partial<RequestHandlers>;
+
+  /**
    * Ask the user; true only when the Approve button was pressed.
    */
-  async confirm(params: { [key: string]: any }, id: number): Promise<boolean> {
+  async confirm(
+    params: RequestParams<'confirm'>,
+    id: number
+  ): Promise<boolean> {
     const body = new Widget();
     body.addClass('jp-MCP-approval');
     const intro = document.createElement('p');

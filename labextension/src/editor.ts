@@ -14,7 +14,9 @@ import {
   ICellInfo,
   IDocumentInfo,
   ISelectionInfo,
-  IStateMessage
+  IStateMessage,
+  RequestHandlers,
+  RequestParams
 } from './protocol';
 
 type DocWidget = NotebookPanel | IDocumentWidget<FileEditor>;
@@ -44,16 +46,18 @@ export class ActiveEditor {
     this._onCurrent(shell.currentWidget);
 
     _connection.setStateProvider(() => this.state());
-    _connection.handle('readText', () => this.readText());
-    _connection.handle('replaceSelection', params =>
-      this.replaceSelection(params.text)
-    );
-    _connection.handle('replaceDocument', params =>
-      this.replaceDocument(params)
-    );
-    _connection.handle('openFile', params => this.openFile(params.path));
     _connection.reloadRequested.connect((_, path) => void this.reload(path));
   }
+
+  /**
+   * The answers to the server's editor requests.
+   */
+  readonly handlers = {
+    readText: () => this.readText(),
+    replaceSelection: ({ text }) => this.replaceSelection(text),
+    replaceDocument: params => this.replaceDocument(params),
+    openFile: ({ path }) => this.openFile(path)
+  } satisfies Partial<RequestHandlers>;
 
   /**
    * The document widget focused last, if it is still open.
@@ -138,7 +142,9 @@ export class ActiveEditor {
   /**
    * Replace the whole document: a file as one minimal edit, a notebook cell by cell.
    */
-  async replaceDocument(params: { [key: string]: any }): Promise<unknown> {
+  async replaceDocument(
+    params: RequestParams<'replaceDocument'>
+  ): Promise<unknown> {
     const widget = this._active;
     if (!widget) {
       return null;

@@ -15,7 +15,7 @@ import { IEditorTracker } from '@jupyterlab/fileeditor';
 import { INotebookTracker } from '@jupyterlab/notebook';
 import { IStatusBar } from '@jupyterlab/statusbar';
 
-import { registerActions } from './actions';
+import { commandHandlers } from './actions';
 import { ActivityPanel, MCPStatus } from './activity';
 import { BreakpointSync } from './breakpoints';
 import { BridgeConnection } from './connection';
@@ -46,10 +46,15 @@ const plugin: JupyterFrontEndPlugin<void> = {
     labShell: ILabShell | null,
     debuggerService: IDebugger | null
   ): void => {
-    const connection = new BridgeConnection();
-    new ActiveEditor(app, connection, notebooks, editors);
-    registerActions(connection, app.commands);
-    new Approvals(connection);
+    const connection = new BridgeConnection(app.serviceManager.serverSettings);
+    const editor = new ActiveEditor(app, connection, notebooks, editors);
+    const approvals = new Approvals(connection);
+    // Every request of protocol.json needs an answer here, or this does not compile.
+    connection.setHandlers({
+      ...editor.handlers,
+      ...commandHandlers(app.commands),
+      ...approvals.handlers
+    });
     if (debuggerService) {
       new BreakpointSync(connection, debuggerService, notebooks);
     }

@@ -1,8 +1,54 @@
 /**
  * Messages between a JupyterLab window and the server's `mcp/bridge` websocket.
  *
- * The keys mirror the Python side (`jupyter_mcp/editor.py`) exactly.
+ * The keys mirror the Python side (`jupyter_mcp/lab/editor.py`) exactly. The requests the
+ * server sends, and their parameters, are not restated here: they are typed from
+ * `protocol.json`, the list the Python side reads too (`jupyter_mcp/lab/protocol.py`).
  */
+import protocol from '../../jupyter_mcp/lab/protocol.json';
+
+type Requests = (typeof protocol)['requests'];
+
+/**
+ * A request method the server may send.
+ */
+export type RequestMethod = keyof Requests;
+
+/**
+ * Fields given by example values, a name ending in `?` being optional: their types.
+ */
+type FieldsOf<T> = {
+  [K in keyof T as K extends `${string}?` ? never : K]: T[K];
+} & {
+  [K in keyof T as K extends `${infer Name}?` ? Name : never]?: T[K];
+};
+
+/**
+ * The parameters of request `M`.
+ */
+export type RequestParams<M extends RequestMethod> = FieldsOf<
+  Requests[M]['params']
+>;
+
+/**
+ * Answers request `M`; a thrown error becomes the tool's error message.
+ */
+export type RequestHandler<M extends RequestMethod> = (
+  params: RequestParams<M>,
+  requestId: number
+) => unknown;
+
+/**
+ * An answer for every request (each module provides some of them).
+ */
+export type RequestHandlers = { [M in RequestMethod]: RequestHandler<M> };
+
+/**
+ * Whether the server's `method` is a request of protocol.json.
+ */
+export function isRequestMethod(method: string): method is RequestMethod {
+  return Object.prototype.hasOwnProperty.call(protocol.requests, method);
+}
 
 /**
  * A document as the server knows it: path relative to the server root.
@@ -76,7 +122,7 @@ export interface IRequestMessage {
   type: 'request';
   id: number;
   method: string;
-  params: { [key: string]: any };
+  params: { [key: string]: unknown };
 }
 
 /**

@@ -20,17 +20,33 @@ import pytest
 from tornado.httpclient import HTTPClientError
 from tornado.websocket import WebSocketClientConnection
 
+from jupyter_mcp.lab.protocol import REQUESTS, check_params
+
 Handler = Callable[[dict[str, Any]], Any]
 
 
+class Handlers(dict[str, Handler]):
+    """A window's answers by request method; only methods of protocol.json can be scripted."""
+
+    def __setitem__(self, method: str, handler: Handler) -> None:
+        assert method in REQUESTS, f"protocol.json has no request {method!r}"
+        super().__setitem__(method, handler)
+
+
 class FakeWindow:
-    """A scripted JupyterLab window: answers requests with ``handlers[method](params)``."""
+    """A scripted JupyterLab window: answers requests with ``handlers[method](params)``.
+
+    Like the labextension, it knows the requests of protocol.json only: a request whose method
+    or parameters are not declared there is answered with an error and kept in ``violations``
+    (the ``open_window`` fixture fails the test on any).
+    """
 
     def __init__(self, ws: WebSocketClientConnection) -> None:
         self.ws = ws
-        self.handlers: dict[str, Handler] = {}
+        self.handlers = Handlers()
         self.requests: list[dict[str, Any]] = []
         self.messages: list[dict[str, Any]] = []
+        self.violations: list[str] = []
         self._task = asyncio.ensure_future(self._run())
 
     async def _run(self) -> None:
@@ -43,6 +59,12 @@ class FakeWindow:
                 self.messages.append(message)
                 continue
             self.requests.append(message)
+            try:
+                check_params(message["method"], message["params"])
+            except ValueError as e:
+                self.violations.append(str(e))
+                self._answer(message["id"], {"error": f"protocol violation: {e}"})
+                continue
             handler = self.handlers.get(message["method"])
             if handler is None:
                 continue  # never answers: lets the server's timeout fire
@@ -50,7 +72,10 @@ class FakeWindow:
                 answer = {"result": handler(message["params"])}
             except Exception as e:  # the labextension reports failures as "error"
                 answer = {"error": str(e)}
-            self.ws.write_message(json.dumps({"type": "response", "id": message["id"], **answer}))
+            self._answer(message["id"], answer)
+
+    def _answer(self, request_id: int, answer: dict[str, Any]) -> None:
+        self.ws.write_message(json.dumps({"type": "response", "id": request_id, **answer}))
 
     def state(self, **fields: Any) -> None:
         self.ws.write_message(json.dumps({"type": "state", **fields}))
@@ -83,6 +108,7 @@ def open_window(jp_ws_fetch: Any, bridge: Any) -> Callable[..., Any]:
     yield _open
     for window in windows:
         window.ws.close()
+    assert not [v for window in windows for v in window.violations]
 
 
 async def until(condition: Callable[[], Any], timeout: float = 5.0) -> None:
