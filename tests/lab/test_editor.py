@@ -65,7 +65,7 @@ class FakeWindow:
 
 @pytest.fixture
 def bridge(mcp_app: Any) -> Any:
-    return mcp_app.tool_context.services["editor"]
+    return mcp_app.tool_context.services.editor
 
 
 @pytest.fixture
