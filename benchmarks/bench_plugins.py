@@ -22,6 +22,7 @@ from typing import Any
 from jupyter_mcp.core.context import ToolContext
 from jupyter_mcp.core.registry import Registry, Tool
 from jupyter_mcp.plugins.host import Plugin
+from jupyter_mcp.services import build_services
 
 SCHEMA = {
     "type": "object",
@@ -68,6 +69,7 @@ async def timed(registry: Registry, ctx: ToolContext, name: str, n: int, width: 
 async def main() -> None:
     with tempfile.TemporaryDirectory() as root:
         ctx = ToolContext(root_dir=Path(root))
+        ctx.services = build_services(ctx)
         plugin = Plugin("bench.echo", Echo())
         registry = Registry(
             [

@@ -12,9 +12,9 @@ from traitlets import Bool, Float, Int, List, TraitError, Unicode, Union, observ
 from . import __version__
 from .core.context import ACTION_APPROVAL_PATTERNS, Settings, ToolContext
 from .core.registry import Registry
-from .execution.services import install_execution_services, stop_execution_services
 from .lab.editor import EditorBridge
 from .plugins.host import PluginHost, load_plugins
+from .services import build_services
 from .surfaces.seed_port import SeedPortListener, parse_port_range
 from .tools import builtin_tools
 
@@ -157,6 +157,21 @@ class JupyterMCP(ExtensionApp):
     registry: Registry
     tool_context: ToolContext
 
+    @property
+    def editor_bridge(self) -> EditorBridge | None:
+        """The link to the JupyterLab windows (``tool_context.services.editor``)."""
+        return self.tool_context.services.editor if hasattr(self, "tool_context") else None
+
+    @property
+    def plugin_host(self) -> PluginHost | None:
+        """The loaded plugins (``tool_context.services.plugins``)."""
+        return self.tool_context.services.plugins if hasattr(self, "tool_context") else None
+
+    @property
+    def seed_port(self) -> SeedPortListener | None:
+        """The seed port-range listener, when ``port_range`` asked for one."""
+        return self.tool_context.services.seed_port if hasattr(self, "tool_context") else None
+
     def settings_snapshot(self) -> Settings:
         """The current policies as the plain object tools read (one trait per field)."""
         values: dict[str, Any] = {}
@@ -185,12 +200,12 @@ class JupyterMCP(ExtensionApp):
     @observe("disabled_plugins")
     def _plugins_changed(self, change: dict[str, Any]) -> None:
         # Tools are listed on every request: withdraw (or bring back) plugin tools at once.
-        host = getattr(self, "plugin_host", None)
+        host = self.plugin_host
         if host is not None:
             host.sync(self.registry, self.disabled_plugins)
 
     def initialize_settings(self) -> None:
-        """Build the registry and the context every tool call shares."""
+        """Build the registry, the context every tool call shares, and its services."""
         # The contents manager's root is the one JupyterLab's file browser shows.
         contents_manager = getattr(self.serverapp, "contents_manager", None)
         root_dir = getattr(contents_manager, "root_dir", None) or self.serverapp.root_dir
@@ -205,36 +220,29 @@ class JupyterMCP(ExtensionApp):
             executor=self.tool_executor,
         )
         self.registry = Registry(builtin_tools())
-        install_execution_services(self.tool_context, breakpoints_file=self.breakpoints_file)
-        self.editor_bridge = EditorBridge(self.tool_context)
-        self.editor_bridge.install(self.registry)
+        services = self.tool_context.services = build_services(
+            self.tool_context, breakpoints_file=self.breakpoints_file
+        )
+        EditorBridge(self.tool_context).install(self.registry)
         self.log.info(
             "jupyter_mcp %s: %d tools for %s", __version__, len(self.registry.all()), root_dir
         )
-        self.plugin_host: PluginHost = load_plugins(
-            self.registry, disabled=self.disabled_plugins, log=self.log
+        services.plugins = load_plugins(self.registry, disabled=self.disabled_plugins, log=self.log)
+        from .surfaces.mcp import MCPSurface, allowed_hosts
+
+        services.mcp_surface = MCPSurface(
+            self.registry, self.tool_context, allowed_hosts=allowed_hosts(self.serverapp)
         )
-        self.tool_context.services["plugins"] = self.plugin_host
         self._start_seed_port()
 
     def _start_seed_port(self) -> None:
         """Open the seed port-range listener when ``port_range`` asks for it."""
-        self.seed_port: SeedPortListener | None = None
         port_range = parse_port_range(self.port_range)
         if port_range is None:
             return
-        self.seed_port = SeedPortListener(self.serverapp, *port_range, log=self.log)
-        self.seed_port.start()
-        earlier = self.tool_context.services.get("status_extra")
-        listener = self.seed_port
-
-        def status_extra() -> dict[str, Any]:
-            extra = dict(earlier()) if callable(earlier) else {}
-            extra.update(listener.status())
-            return extra
-
-        self.tool_context.services["status_extra"] = status_extra
-        self.tool_context.services["seed_port"] = self.seed_port
+        listener = SeedPortListener(self.serverapp, *port_range, log=self.log)
+        listener.start()
+        self.tool_context.services.seed_port = listener
 
     def initialize_handlers(self) -> None:
         """Register the seed REST and proxy REST routes under the server's base_url."""
@@ -244,34 +252,15 @@ class JupyterMCP(ExtensionApp):
 
     async def _start_jupyter_server_extension(self, serverapp: Any) -> None:
         """Start the standard MCP session manager once the event loop runs."""
-        from .surfaces.mcp import start_surface
+        from .surfaces.mcp import surface_for
 
-        await start_surface(self)
+        await surface_for(self).start()
 
     async def stop_extension(self) -> None:
-        """Close the seed port-range listener and the search index's file watches."""
-        if hasattr(self, "tool_context"):
-            from .surfaces.mcp import stop_surface
-
-            await stop_surface(self)
-            await stop_execution_services(self.tool_context)
-        listener = getattr(self, "seed_port", None)
-        if listener is not None:
-            await listener.stop()
+        """Stop every service (sessions, runs, commands, worker processes, listeners)."""
         context = getattr(self, "tool_context", None)
-        index = context.services.pop("search_index", None) if context is not None else None
-        if index is not None:
-            import asyncio
-
-            await asyncio.to_thread(index.close)  # stops the search worker process
-        intel = context.services.pop("code_intel", None) if context is not None else None
-        if intel is not None:
-            import asyncio
-
-            await asyncio.to_thread(intel.close)  # stops the jedi worker process
-        bridge = getattr(self, "editor_bridge", None)
-        if bridge is not None:
-            bridge.close()  # fails pending editor requests, ends the breakpoint sync
+        if context is not None:
+            await context.services.aclose(self.log)
         executor = getattr(self, "tool_executor", None)
         if executor is not None:
             executor.shutdown(wait=False, cancel_futures=True)

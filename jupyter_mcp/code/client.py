@@ -232,7 +232,7 @@ def apply_changes(ctx: ToolContext, changes: Changes, notify: Callable[[Path], N
     with contextlib.ExitStack() as stack:
         for path in paths:
             stack.enter_context(ctx.locks(path))
-        guard = ctx.services.get("before_file_write")
+        guard = ctx.services.before_file_write
         originals: dict[Path, str] = {}
         for path in paths:
             shown, old_text, _ = changes[path]
@@ -260,21 +260,42 @@ def apply_changes(ctx: ToolContext, changes: Changes, notify: Callable[[Path], N
         notify(path)
 
 
-_engine_guard = threading.Lock()
+class CodeService:
+    """The context's code intelligence (``ctx.services.code``): one :class:`CodeIntel`, made on
+    the first code tool call (the kernel's interpreter and the size limit are read then), and
+    kept until :meth:`close`."""
 
+    def __init__(self, ctx: ToolContext) -> None:
+        self.ctx = ctx
+        self._lock = threading.Lock()
+        self._intel: CodeIntel | None = None
+        self._closed = False
 
-def engine(ctx: ToolContext) -> CodeIntel:
-    """The server's :class:`CodeIntel`, created on first use and kept in ``ctx.services``."""
-    with _engine_guard:
-        found = ctx.services.get("code_intel")
-        if found is None:
-            found = CodeIntel(
-                ctx.root_dir,
-                environment_path=kernel_python(ctx),
-                max_file_bytes=ctx.settings.max_file_bytes,
-            )
-            ctx.services["code_intel"] = found
-        return found
+    @property
+    def current(self) -> CodeIntel | None:
+        """The :class:`CodeIntel` made by the first call, None before it."""
+        return self._intel
+
+    def intel(self) -> CodeIntel:
+        """The :class:`CodeIntel` of the context (its worker process starts on its first call)."""
+        with self._lock:
+            if self._closed:
+                raise ToolError("Code analysis is shut down on this server")
+            if self._intel is None:
+                self._intel = CodeIntel(
+                    self.ctx.root_dir,
+                    environment_path=kernel_python(self.ctx),
+                    max_file_bytes=self.ctx.settings.max_file_bytes,
+                )
+            return self._intel
+
+    def close(self) -> None:
+        """Stop the worker process for good."""
+        with self._lock:
+            self._closed = True
+            intel = self._intel
+        if intel is not None:
+            intel.close()
 
 
 def timeout(ctx: ToolContext) -> float:

@@ -1,24 +1,38 @@
 """What a tool sees of the server: the project root, the settings and shared services.
 
-Tools never import tornado; a :class:`ToolContext` can be built with nothing but a folder,
-which is how the unit tests and plugin authors call tools without a server.
+Tools never import tornado; a :class:`ToolContext` can be built with nothing but a folder, and
+:func:`jupyter_mcp.services.build_services` gives it the services of that folder, which is how
+the unit tests and :class:`~jupyter_mcp.testing.PluginHarness` call tools without a server.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
+import functools
 import logging
 import threading
 from collections.abc import Awaitable, Callable
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from .errors import ToolError
 from .paths import relative_path, resolve_in_root
 
 if TYPE_CHECKING:
+    from ..code.client import CodeService
+    from ..execution.breakpoints import BreakpointStore
+    from ..execution.busy import BusyKernels
+    from ..execution.processes import BackgroundCommands
+    from ..execution.run_configs import RunManager
+    from ..execution.terminal import ProjectTerminal
+    from ..lab.editor import EditorBridge
+    from ..plugins.host import PluginHost
+    from ..search.backend import ProjectSearch
+    from ..surfaces.mcp import MCPSurface
+    from ..surfaces.seed_port import SeedPortListener
     from .registry import Tool
 
 #: Set by a surface around one call, so that long tools can report progress.
@@ -94,6 +108,79 @@ class PathLocks:
             return lock
 
 
+@dataclass(eq=False)
+class Services:
+    """The server's collaborators, one field each: built once, closed once by :meth:`aclose`.
+
+    :func:`jupyter_mcp.services.build_services` builds the ones every tool relies on, for a
+    server or for a bare folder; the app adds those that only exist in a server (``None``
+    otherwise, and the code that uses them says what is missing). Building is cheap: the
+    search and code services start their worker processes on first use.
+    """
+
+    breakpoints: BreakpointStore
+    background_commands: BackgroundCommands
+    terminal: ProjectTerminal
+    runs: RunManager
+    busy_kernels: BusyKernels
+    search: ProjectSearch
+    code: CodeService
+    #: The ContentsManager plugins get: the server's, or the one a test harness gives.
+    contents_manager: Any = None
+    #: Called with a file's real path before a tool writes it; raises ToolError to refuse
+    #: (the editor bridge refuses files with unsaved edits in JupyterLab).
+    before_file_write: Callable[[Path], None] | None = None
+    #: Called with a file's real path after a tool wrote it (the editor bridge reloads it).
+    on_file_written: Callable[[Path], None] | None = None
+    #: The JupyterLab window link; None outside a server.
+    editor: EditorBridge | None = None
+    plugins: PluginHost | None = None
+    #: The listener on the seed port range, when ``port_range`` asks for one.
+    seed_port: SeedPortListener | None = None
+    mcp_surface: MCPSurface | None = None
+
+    async def aclose(self, log: logging.Logger) -> None:
+        """Stop every service; one that fails is logged and the others are still stopped."""
+        steps: list[tuple[str, Callable[[], Awaitable[object]]]] = []
+        if self.mcp_surface is not None:
+            steps.append(("the MCP surface", self.mcp_surface.stop))  # ends every session
+        steps += [
+            ("runs", self.runs.shutdown),  # and their kernels
+            ("background commands", self.background_commands.shutdown),
+            ("the project terminal", self.terminal.shutdown),
+            ("the busy-kernel watcher", self.busy_kernels.shutdown),
+        ]
+        if self.seed_port is not None:
+            steps.append(("the seed port listener", self.seed_port.stop))
+        # Stopping a worker process waits for it: off the event loop.
+        steps.append(("the search worker", functools.partial(asyncio.to_thread, self.search.close)))
+        steps.append(("the code worker", functools.partial(asyncio.to_thread, self.code.close)))
+        editor = self.editor
+        if editor is not None:
+
+            async def close_editor() -> None:
+                editor.close()  # on the loop: fails pending requests, ends the breakpoint sync
+
+            steps.append(("the editor bridge", close_editor))
+        for what, stop in steps:
+            try:
+                await stop()
+            except Exception:  # one failing service must not keep the others running
+                log.exception("Stopping %s failed", what)
+
+
+class _NoServices:
+    """The services of a context built without any: each use says how to get real ones."""
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):  # copy, pickle and friends probe for optional hooks
+            raise AttributeError(name)
+        raise RuntimeError(
+            f"This ToolContext has no services (asked for {name!r}); give it some with "
+            "ctx.services = jupyter_mcp.services.build_services(ctx)"
+        )
+
+
 @dataclass
 class ToolContext:
     """Shared state handed to every tool call."""
@@ -103,8 +190,8 @@ class ToolContext:
     log: logging.Logger = field(default_factory=lambda: logging.getLogger("jupyter_mcp"))
     #: The jupyter_server ServerApp, when running inside one.
     serverapp: Any = None
-    #: Services other parts of the extension attach (kernel runs, bridge, breakpoints …).
-    services: dict[str, Any] = field(default_factory=dict)
+    #: The server's collaborators (built by :func:`jupyter_mcp.services.build_services`).
+    services: Services = field(default_factory=lambda: cast("Services", _NoServices()))
     locks: PathLocks = field(default_factory=PathLocks)
     #: Asks the JupyterLab window to approve a call; set by the browser bridge.
     approver: Callable[[Tool, dict[str, Any]], Awaitable[bool]] | None = None

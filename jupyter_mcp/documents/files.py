@@ -143,7 +143,7 @@ def write_text(
             f"Cannot write {shown}: the text has an unpaired surrogate U+{ord(text[e.start]):04X} "
             f"at character {e.start}, which UTF-8 cannot encode; nothing was written"
         ) from None
-    guard = ctx.services.get("before_file_write")
+    guard = ctx.services.before_file_write
     if guard is not None:
         guard(path)  # the browser bridge refuses files with unsaved edits in JupyterLab
     if is_notebook(path):
@@ -200,6 +200,6 @@ def edit_text(
 
 def notify_written(ctx: ToolContext, path: Path) -> None:
     """Tell whoever listens (the browser bridge) that a tool changed ``path`` on disk."""
-    listener = ctx.services.get("on_file_written")
+    listener = ctx.services.on_file_written
     if listener is not None:
         listener(path)

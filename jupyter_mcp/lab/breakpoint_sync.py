@@ -1,6 +1,6 @@
 """Breakpoints between the server's store and JupyterLab's debugger, both ways.
 
-The store (``ctx.services["breakpoints"]``) keeps absolute paths and 1-based lines; in a
+The store (``ctx.services.breakpoints``) keeps absolute paths and 1-based lines; in a
 notebook a line is a line of its percent-format view. JupyterLab's debugger keeps breakpoints
 per cell, with lines counted inside the cell. This module translates: it tells windows the
 breakpoints of every file (with, for notebooks, each cell's lines by cell id), and turns a

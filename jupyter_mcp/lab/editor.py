@@ -108,12 +108,12 @@ class EditorBridge:
     # -- wiring ----------------------------------------------------------------------------
 
     def install(self, registry: Registry | None = None) -> None:
-        """Offer the bridge's services to tools, and listen to the registry's calls."""
+        """Offer the bridge to tools and its write hooks to the file tools, and listen to the
+        registry's calls."""
         services = self.ctx.services
-        services["editor"] = self
-        services["editor_state"] = self.state
-        services["before_file_write"] = self.before_file_write
-        services["on_file_written"] = self.on_file_written
+        services.editor = self
+        services.before_file_write = self.before_file_write
+        services.on_file_written = self.on_file_written
         if registry is not None:
             registry.observers.append(self.record_call)
 
@@ -154,11 +154,11 @@ class EditorBridge:
         return window
 
     def _breakpoint_sync(self) -> Any:
-        # The breakpoint store is another service; follow it once it exists (on the loop).
-        if self._breakpoints is None and self.ctx.services.get("breakpoints") is not None:
+        # The breakpoint store is another service; follow it from the first window (on the loop).
+        if self._breakpoints is None:
             from .breakpoint_sync import BreakpointSync
 
-            self._breakpoints = BreakpointSync(self, self.ctx.services["breakpoints"])
+            self._breakpoints = BreakpointSync(self, self.ctx.services.breakpoints)
         return self._breakpoints
 
     def disconnect(self, window_id: str, send: Send | None = None) -> None:

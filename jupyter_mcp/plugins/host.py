@@ -478,7 +478,7 @@ class Plugin:
             plugin_id=self.id,
             root_dir=ctx.root_dir,
             log=self.log,
-            contents_manager=ctx.services.get("contents_manager") or ctx.contents_manager,
+            contents_manager=ctx.services.contents_manager,
             serverapp=ctx.serverapp,
             _loop=loop,
             _tool_context=ctx,

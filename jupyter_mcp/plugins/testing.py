@@ -27,6 +27,7 @@ from typing import Any
 from ..core.context import Settings, ToolContext
 from ..core.errors import ToolError
 from ..core.registry import Registry, Tool
+from ..services import build_services
 from .host import Plugin, PluginError, discover, load_entry_point, registered_name
 
 __all__ = ["PluginHarness", "ToolError"]
@@ -81,7 +82,7 @@ class PluginHarness:
 
             contents_manager = AsyncLargeFileManager(root_dir=str(self.context.root_dir))
         self.contents_manager = contents_manager
-        self.context.services["contents_manager"] = contents_manager
+        self.context.services = build_services(self.context, contents_manager=contents_manager)
         self.approvals: list[tuple[str, dict[str, Any]]] = []
         if approve is not None:
             self.context.approver = self._approver(approve)

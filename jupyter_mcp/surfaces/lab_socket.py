@@ -40,7 +40,11 @@ class EditorBridgeHandler(ExtensionHandlerMixin, WebSocketMixin, WebSocketHandle
 
     @property
     def bridge(self) -> EditorBridge:
-        return self.extensionapp.tool_context.services["editor"]  # type: ignore[attr-defined, no-any-return]
+        services = self.extensionapp.tool_context.services  # type: ignore[attr-defined]
+        bridge: EditorBridge | None = services.editor
+        if bridge is None:  # the app always makes one; a bare app would have none to link to
+            raise web.HTTPError(503, "This server has no JupyterLab editor link")
+        return bridge
 
     async def pre_get(self) -> None:
         """Authorize the user: a window answers tool calls, so it needs ``execute`` on mcp."""

@@ -618,27 +618,8 @@ def allowed_hosts(serverapp: Any) -> list[str] | None:
 
 
 def surface_for(app: Any) -> MCPSurface:
-    """The extension's :class:`MCPSurface`, created on first use and kept in ``ctx.services``."""
-    services = app.tool_context.services
-    surface = services.get("mcp_surface")
+    """The extension's :class:`MCPSurface` (``ctx.services.mcp_surface``, made by the app)."""
+    surface: MCPSurface | None = app.tool_context.services.mcp_surface
     if surface is None:
-        surface = MCPSurface(
-            app.registry,
-            app.tool_context,
-            allowed_hosts=allowed_hosts(getattr(app, "serverapp", None)),
-        )
-        services["mcp_surface"] = surface
+        raise RuntimeError("This JupyterMCP app has no MCP surface (initialize_settings makes it)")
     return surface
-
-
-async def start_surface(app: Any) -> None:
-    """Start the MCP session manager of ``app`` (the extension's start hook)."""
-    await surface_for(app).start()
-
-
-async def stop_surface(app: Any) -> None:
-    """Stop the MCP session manager of ``app``, ending every session (``stop_extension``)."""
-    context = getattr(app, "tool_context", None)
-    surface = context.services.pop("mcp_surface", None) if context is not None else None
-    if surface is not None:
-        await surface.stop()

@@ -93,8 +93,8 @@ def origin_allowed(handler: APIHandler) -> bool:
 def environment(handler: MCPBaseHandler) -> dict[str, Any]:
     """What the seed ``initialize``/``status`` answers tell about the workspace."""
     ctx = handler.ctx
-    editor = ctx.services.get("editor_state")
-    active = editor() if callable(editor) else {}
+    editor = ctx.services.editor
+    active = editor.state() if editor is not None else {}
     return {
         "workspaceRoot": str(ctx.root_dir),
         "activeFile": active.get("activeFile", ""),
@@ -135,9 +135,9 @@ class StatusHandler(SeedInfoHandler):
 
     def result(self) -> dict[str, Any]:
         result: dict[str, Any] = {"status": "running", "environment": environment(self)}
-        extra = self.ctx.services.get("status_extra")
-        if callable(extra):
-            result.update(extra())
+        seed_port = self.ctx.services.seed_port
+        if seed_port is not None:
+            result.update(seed_port.status())
         return result
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..code.client import apply_changes, engine, load_source, timeout
+from ..code.client import apply_changes, load_source, timeout
 from ..code.engine import REFACTOR_TYPES, Source, check_identifier, check_position
 from ..core.context import ToolContext
 from ..core.errors import ToolError
@@ -48,7 +48,7 @@ CHARACTER = {
 def get_symbols_in_file(ctx: ToolContext, pathInProject: str) -> dict[str, Any]:
     """The symbols of a file, as the spec shapes them."""
     source = load_source(ctx, pathInProject, tool="get_symbols_in_file")
-    intel = engine(ctx)
+    intel = ctx.services.code.intel()
     symbols = intel.call(
         "symbols", source, timeout=timeout(ctx), what=f"Listing the symbols of {source.shown}"
     )
@@ -74,7 +74,7 @@ def find_references(
     """Every reference of the symbol at (line, character), sorted by path and position."""
     source = load_source(ctx, pathInProject, tool="find_references")
     check_position(source, line, character)
-    intel = engine(ctx)
+    intel = ctx.services.code.intel()
     found = intel.call(
         "references",
         source,
@@ -143,7 +143,7 @@ def refactor_code_at_location(
     source = load_source(ctx, pathInProject, tool="refactor_code_at_location")
     check_position(source, line, character)
     what = f"{refactorType} in {source.shown}"
-    intel = engine(ctx)
+    intel = ctx.services.code.intel()
     if refactorType == "rename":
         changes, edits, untouched = intel.call(
             "rename", source, line, character, new_name, timeout=timeout(ctx), what=what

@@ -1,7 +1,7 @@
 """Debug tools (spec 18–19): line breakpoints kept by the server.
 
-Breakpoints live in the :class:`~jupyter_mcp.execution.breakpoints.BreakpointStore` of
-``ctx.services["breakpoints"]``; lines are 1-based and, for notebooks, lines of the
+Breakpoints live in the server's :class:`~jupyter_mcp.execution.breakpoints.BreakpointStore`
+(``ctx.services.breakpoints``); lines are 1-based and, for notebooks, lines of the
 percent-format text view every text tool uses.
 """
 
@@ -13,17 +13,8 @@ from ..core.context import ToolContext
 from ..core.errors import ToolError
 from ..core.registry import ToolSet
 from ..documents.files import read_text
-from ..execution.breakpoints import BreakpointStore
 
 tools = ToolSet()
-
-
-def breakpoint_store(ctx: ToolContext) -> BreakpointStore:
-    """The server's breakpoint store, created on first use when the app made none."""
-    store = ctx.services.get("breakpoints")
-    if store is None:
-        store = ctx.services["breakpoints"] = BreakpointStore(ctx.root_dir)
-    return store
 
 
 @tools.tool(
@@ -48,7 +39,7 @@ def breakpoint_store(ctx: ToolContext) -> BreakpointStore:
 )
 def toggle_debugger_breakpoint(ctx: ToolContext, pathInProject: str, line: int) -> str:
     """Add or remove the breakpoint at ``pathInProject``:``line``."""
-    store = breakpoint_store(ctx)
+    store = ctx.services.breakpoints
     path = ctx.resolve(pathInProject)
     # Removing an existing breakpoint is always allowed, even if the file shrank or vanished.
     if not store.has(path, line):
@@ -76,4 +67,4 @@ def toggle_debugger_breakpoint(ctx: ToolContext, pathInProject: str, line: int) 
 )
 def get_debugger_breakpoints(ctx: ToolContext) -> list[dict[str, Any]]:
     """Every breakpoint of the project, sorted by path and line."""
-    return breakpoint_store(ctx).list()
+    return ctx.services.breakpoints.list()

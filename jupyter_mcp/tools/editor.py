@@ -30,8 +30,7 @@ NO_DOCUMENT = (
 
 
 def _bridge(ctx: ToolContext) -> EditorBridge | None:
-    bridge = ctx.services.get("editor")
-    return bridge if isinstance(bridge, EditorBridge) else None
+    return ctx.services.editor  # None outside a server
 
 
 def _connected(ctx: ToolContext) -> EditorBridge:

@@ -50,7 +50,7 @@ def _protect_files(ctx: ToolContext, paths: list[Path]) -> Iterator[None]:
     with contextlib.ExitStack() as stack:
         for path in sorted(resolved, key=str):
             stack.enter_context(ctx.locks(path))
-        guard = ctx.services.get("before_file_write")
+        guard = ctx.services.before_file_write
         if guard is not None:
             for path in sorted(resolved, key=str):
                 try:

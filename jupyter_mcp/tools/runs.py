@@ -13,20 +13,12 @@ from typing import Any
 from ..core.context import ToolContext
 from ..core.errors import ToolError
 from ..core.registry import ToolSet
-from ..execution.run_configs import RunConfig, RunManager, discover
+from ..execution.run_configs import RunConfig, discover
 
 tools = ToolSet()
 
 #: Longest wait ``get_run_output`` accepts (milliseconds).
 MAX_WAIT_MS = 300_000
-
-
-def run_manager(ctx: ToolContext) -> RunManager:
-    """The server's run manager, created on first use."""
-    manager = ctx.services.get("runs")
-    if manager is None:
-        manager = ctx.services["runs"] = RunManager(ctx.serverapp, ctx.root_dir, ctx.log)
-    return manager
 
 
 async def _configs(ctx: ToolContext) -> list[RunConfig]:
@@ -65,7 +57,7 @@ async def get_run_configurations(ctx: ToolContext) -> list[str]:
 )
 async def run_configuration(ctx: ToolContext, configName: str) -> str:
     """Start the configuration called ``configName``."""
-    manager = run_manager(ctx)
+    manager = ctx.services.runs
     config = manager.find(configName, await _configs(ctx))
     await manager.start(config)
     return "Run configuration started"
@@ -103,7 +95,7 @@ async def get_run_output(
     """The report of the latest run of ``configName``."""
     if waitMs > MAX_WAIT_MS:
         raise ToolError(f"waitMs must be at most {MAX_WAIT_MS} milliseconds, got {waitMs:g}")
-    run = run_manager(ctx).latest(configName)
+    run = ctx.services.runs.latest(configName)
     if waitMs and run.running and run.task is not None:
         await asyncio.wait({asyncio.shield(run.task)}, timeout=waitMs / 1000)
     return run.report(offset)
@@ -120,5 +112,5 @@ async def get_run_output(
 )
 async def stop_run_configuration(ctx: ToolContext, configName: str) -> str:
     """Stop the run of ``configName``."""
-    await run_manager(ctx).stop(configName)
+    await ctx.services.runs.stop(configName)
     return "Run configuration stopped"

@@ -2,48 +2,24 @@
 
 The work happens in :mod:`jupyter_mcp.search.engine` over a
 :class:`~jupyter_mcp.search.index.ProjectIndex` (ignore rules, VCS folders, binary and large
-files skipped, notebooks as their percent-format view). In a server the index lives in a worker
-process started on the first search and kept in ``ctx.services["search_index"]``; a context
-outside a server (or one given a :class:`~jupyter_mcp.search.engine.LocalSearch`) searches
-in-process. The tool functions are plain, so the registry runs them in a worker thread: the
-event loop never waits on a walk.
+files skipped, notebooks as their percent-format view), through ``ctx.services.search``
+(:class:`~jupyter_mcp.search.backend.ProjectSearch`: in a server the index lives in a worker
+process started on the first search; outside one it is in-process). The tool functions are
+plain, so the registry runs them in a worker thread: the event loop never waits on a walk.
 """
 
 from __future__ import annotations
 
-import threading
 from typing import Any
 
 from ..core.context import ToolContext
 from ..core.registry import ToolSet
-from ..search.engine import DEFAULT_MAX_RESULTS, LocalSearch, Query, WorkerSearch, globs
+from ..search.engine import DEFAULT_MAX_RESULTS, Query, globs
 
 tools = ToolSet()
 
-SERVICE = "search_index"
-_service_lock = threading.Lock()
-
 GLOBS = {"type": ["array", "string"], "items": {"type": "string"}}
 MAX_RESULTS = {"type": "integer", "minimum": 1, "maximum": 100000, "default": DEFAULT_MAX_RESULTS}
-
-
-def search_backend(ctx: ToolContext) -> LocalSearch | WorkerSearch:
-    """The context's search backend, made on first use (again if its limits changed)."""
-    limit = ctx.settings.search_max_file_bytes
-    budget = ctx.settings.search_cache_bytes
-    with _service_lock:
-        backend = ctx.services.get(SERVICE)
-        if (
-            backend is None
-            or backend.root != ctx.root_dir
-            or backend.max_file_bytes != limit
-            or backend.cache_bytes != budget
-        ):
-            if backend is not None:
-                backend.close()
-            maker = WorkerSearch if ctx.serverapp is not None else LocalSearch
-            backend = ctx.services[SERVICE] = maker(ctx.root_dir, limit, cache_bytes=budget)
-    return backend
 
 
 @tools.tool(
@@ -116,7 +92,7 @@ def search_in_files_content(
         "exclude": exclude,
         "maxResults": maxResults,
     }
-    return search_backend(ctx).run("content", arguments)
+    return ctx.services.search.backend().run("content", arguments)
 
 
 @tools.tool(
@@ -145,4 +121,4 @@ def find_files_by_name_substring(
 ) -> list[dict[str, Any]]:
     """Files whose name contains ``nameSubstring``, most relevant first."""
     arguments = {"nameSubstring": nameSubstring, "maxResults": maxResults}
-    return search_backend(ctx).run("names", arguments)
+    return ctx.services.search.backend().run("names", arguments)

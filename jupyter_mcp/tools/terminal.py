@@ -20,31 +20,14 @@ from ..execution.processes import (
     DEFAULT_TIMEOUT_MS,
     MAX_TIMEOUT_MS,
     OUTPUT_CAP_BYTES,
-    BackgroundCommands,
     run_shell,
 )
-from ..execution.terminal import TERMINAL_NAME, ProjectTerminal
+from ..execution.terminal import TERMINAL_NAME
 
 tools = ToolSet()
 
 #: Longest wait the ``wait`` tool and the terminal waits accept (milliseconds).
 MAX_WAIT_MS = 300_000
-
-
-def project_terminal(ctx: ToolContext) -> ProjectTerminal:
-    """The server's project terminal service, created on first use."""
-    term = ctx.services.get("project_terminal")
-    if term is None:
-        term = ctx.services["project_terminal"] = ProjectTerminal(ctx.serverapp, ctx.root_dir)
-    return term
-
-
-def background_commands(ctx: ToolContext) -> BackgroundCommands:
-    """The registry of running background commands, created on first use."""
-    tracker = ctx.services.get("background_commands")
-    if tracker is None:
-        tracker = ctx.services["background_commands"] = BackgroundCommands()
-    return tracker
 
 
 def os_type() -> str:
@@ -79,7 +62,7 @@ def _ms(value: float, field: str, maximum: int) -> float:
 
 
 async def _run_visibly(ctx: ToolContext, command: str, wait_ms: float | None) -> dict[str, Any]:
-    term = project_terminal(ctx)
+    term = ctx.services.terminal
     await term.send(command)
     result: dict[str, Any] = {"status": "executed"}
     if wait_ms is not None:
@@ -163,7 +146,7 @@ async def read_terminal_output(
 ) -> dict[str, Any]:
     """The project terminal's output since the last command (or ``offset``)."""
     _ms(waitMs, "waitMs", MAX_WAIT_MS)
-    term = project_terminal(ctx)
+    term = ctx.services.terminal
     term.manager  # noqa: B018 - a clear error when terminals are disabled
     if waitMs:
         await term.wait_idle(waitMs / 1000)
@@ -233,7 +216,7 @@ async def run_command_on_background(
         ):
             raise ToolError(f"Invalid environment variable name or value: {name!r}")
     return await run_shell(
-        command, cwd=workdir, env=env, timeout_ms=timeout, tracker=background_commands(ctx)
+        command, cwd=workdir, env=env, timeout_ms=timeout, tracker=ctx.services.background_commands
     )
 
 

@@ -161,9 +161,7 @@ def _notebook() -> nbformat.NotebookNode:
 def _stop_worker(mcp_app: Any) -> Iterator[None]:
     """Stop the server's jedi worker process when the test ends."""
     yield
-    intel = mcp_app.tool_context.services.pop("code_intel", None)
-    if intel is not None:
-        intel.close()
+    mcp_app.tool_context.services.code.close()
 
 
 @pytest.fixture
@@ -458,7 +456,7 @@ async def test_rename_across_modules_and_notebook(
     shop: Path, ok, jp_serverapp: Any, mcp_app: Any
 ) -> None:
     written: list[str] = []
-    mcp_app.tool_context.services["on_file_written"] = lambda p: written.append(Path(p).name)
+    mcp_app.tool_context.services.on_file_written = lambda p: written.append(Path(p).name)
     before_nb = nbformat.read(shop / "analysis.ipynb", as_version=4)
     line, character = _find(shop, "shop/util.py", "fmt_price")
 
@@ -696,7 +694,7 @@ async def test_a_file_refused_for_writing_stops_the_whole_rename(
         if Path(path).name == "service.py":
             raise ToolError("shop/service.py has unsaved changes in JupyterLab")
 
-    mcp_app.tool_context.services["before_file_write"] = guard
+    mcp_app.tool_context.services.before_file_write = guard
     before = _snapshot(shop)
     line, character = _find(shop, "shop/util.py", "fmt_price")
     error = await fails(

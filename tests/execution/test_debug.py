@@ -118,7 +118,7 @@ async def test_persisted_across_restarts(
 
 
 async def test_listeners_hear_changes(ok: Any, source: Path, mcp_app: Any) -> None:
-    store = mcp_app.tool_context.services["breakpoints"]
+    store = mcp_app.tool_context.services.breakpoints
     heard: list[dict[str, Any]] = []
     unsubscribe = store.subscribe(heard.append)
     await ok("toggle_debugger_breakpoint", pathInProject="src/helper.py", line=2)

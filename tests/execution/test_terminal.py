@@ -18,6 +18,7 @@ from jupyter_mcp.core.context import ToolContext
 from jupyter_mcp.execution.output import OutputBuffer, plain_text
 from jupyter_mcp.execution.processes import group_alive
 from jupyter_mcp.execution.terminal import _drop_echo
+from jupyter_mcp.services import build_services
 from jupyter_mcp.tools import terminal as terminal_tools
 from jupyter_mcp.tools.terminal import pick_command
 
@@ -134,6 +135,7 @@ async def test_output_is_capped(ok: Any) -> None:
 async def test_cancelling_the_call_kills_the_command(tmp_path: Path) -> None:
     marker = f"{50 + uuid.uuid4().int % 1000}.{uuid.uuid4().int % 10**6}"
     ctx = ToolContext(root_dir=tmp_path)
+    ctx.services = build_services(ctx)
     task = asyncio.create_task(
         terminal_tools.run_command_on_background(ctx, command=f"sleep {marker}; echo never")
     )
@@ -141,12 +143,12 @@ async def test_cancelling_the_call_kills_the_command(tmp_path: Path) -> None:
     while not _processes_with(f"sleep {marker}") and time.monotonic() < deadline:
         await asyncio.sleep(0.05)
     assert _processes_with(f"sleep {marker}")
-    assert ctx.services["background_commands"].running  # listed while it runs
+    assert ctx.services.background_commands.running  # listed while it runs
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
     assert await _until_gone(f"sleep {marker}") == []
-    assert not ctx.services["background_commands"].running
+    assert not ctx.services.background_commands.running
 
 
 # --- wait ----------------------------------------------------------------------------------
@@ -231,7 +233,7 @@ async def test_terminal_reports_running_command(ok: Any, fails: Any, mcp_app: An
     assert answer["running"] is True
     # Nothing is typed into a terminal whose foreground job is still running.
     deadline = time.monotonic() + 5
-    while not mcp_app.tool_context.services["project_terminal"].busy():
+    while not mcp_app.tool_context.services.terminal.busy():
         assert time.monotonic() < deadline
         await asyncio.sleep(0.05)
     assert "still running" in await fails(

@@ -558,7 +558,7 @@ async def test_pull_fast_forward_and_up_to_date(ok, remote, mcp_app, monkeypatch
     git(pusher, "push", "-q", "origin", "main")
 
     written: list[Path] = []
-    monkeypatch.setitem(mcp_app.tool_context.services, "on_file_written", written.append)
+    monkeypatch.setattr(mcp_app.tool_context.services, "on_file_written", written.append)
 
     done = await ok("pull_changes")
 
@@ -732,7 +732,7 @@ async def test_switch_branch(ok, fails, repo, mcp_app, monkeypatch):
     commit_file(repo, "a.txt", "develop version\n", "Develop change")
     git(repo, "switch", "-q", "main")
     written: list[Path] = []
-    monkeypatch.setitem(mcp_app.tool_context.services, "on_file_written", written.append)
+    monkeypatch.setattr(mcp_app.tool_context.services, "on_file_written", written.append)
 
     done = await ok("switch_branch", branch="develop")
     assert written == [repo / "a.txt"]  # open editors are told the file changed on disk
@@ -1008,13 +1008,10 @@ def unsaved(mcp_app: Any) -> Iterator[dict[str, Any]]:
         if Path(path).name in record["names"]:
             raise ToolError(f"{Path(path).name} has unsaved changes in JupyterLab")
 
-    previous = context.services.get("before_file_write")
-    context.services["before_file_write"] = guard
+    previous = context.services.before_file_write
+    context.services.before_file_write = guard
     yield record
-    if previous is None:
-        context.services.pop("before_file_write", None)
-    else:
-        context.services["before_file_write"] = previous
+    context.services.before_file_write = previous
 
 
 def _develop_changes_a(repo: Path) -> None:

@@ -90,7 +90,7 @@ class FakeWindow:
 
 @pytest.fixture
 def bridge(mcp_app: Any) -> Any:
-    return mcp_app.tool_context.services["editor"]
+    return mcp_app.tool_context.services.editor
 
 
 @pytest.fixture

@@ -334,8 +334,8 @@ async def test_plugin_writes_go_through_the_guard_lock_and_reload(
         if Path(path).name in unsaved:
             raise ToolError(f"{Path(path).name} has unsaved changes in JupyterLab")
 
-    monkeypatch.setitem(services, "on_file_written", lambda p: written.append(Path(p).name))
-    monkeypatch.setitem(services, "before_file_write", guard)
+    monkeypatch.setattr(services, "on_file_written", lambda p: written.append(Path(p).name))
+    monkeypatch.setattr(services, "before_file_write", guard)
 
     assert await ok("example_notes__add_note", title="todo", body="- one\n") == (
         "Created notes/todo.md"

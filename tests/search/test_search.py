@@ -16,6 +16,7 @@ from jupyter_mcp.core.context import ToolContext
 from jupyter_mcp.core.errors import ToolError
 from jupyter_mcp.search.engine import LocalSearch, WorkerSearch
 from jupyter_mcp.search.index import ProjectIndex, open_events
+from jupyter_mcp.services import build_services
 from jupyter_mcp.tools.search import search_in_files_content
 
 LIMIT = 64 * 1024
@@ -408,18 +409,19 @@ def test_index_keeps_texts_over_budget_on_disk(tmp_path):
     write(tmp_path, "a.txt", "needle " * 100)
     write(tmp_path, "b.txt", "needle")
     ctx = ToolContext(root_dir=tmp_path)
+    ctx.services = build_services(ctx)
     ctx.settings.search_cache_bytes = 10
     try:
         # Then search still reads the uncached files
         found = search_in_files_content(ctx, searchText="needle", maxResults=1000)
         assert [entry["path"] for entry in found] == ["a.txt", "b.txt"]
         assert len(found[0]["matches"]) == 100
-        backend = ctx.services["search_index"]
+        backend = ctx.services.search.current
         assert isinstance(backend, LocalSearch) and backend.cache_bytes == 10
         cached = {e.rel: e.text for e in backend.index.files()}
         assert cached == {"a.txt": None, "b.txt": "needle"}
     finally:
-        ctx.services["search_index"].close()
+        ctx.services.search.close()
 
 
 def test_a_small_cache_budget_gives_the_same_results_as_a_large_one(tmp_path):
@@ -468,7 +470,7 @@ async def test_cache_budget_is_a_server_setting(ok, mcp_app, jp_root_dir):
     status = await ok("search_in_files_content", searchText="needle")
     assert paths(status) == ["a.txt", "b.txt"]
     assert len(status[0]["matches"]) == 200
-    backend = mcp_app.tool_context.services["search_index"]
+    backend = mcp_app.tool_context.services.search.current
     assert isinstance(backend, WorkerSearch) and backend.cache_bytes == 100
 
 
@@ -476,7 +478,7 @@ async def test_a_dead_search_worker_is_replaced(ok, mcp_app, jp_root_dir):
     # Given a server whose search worker process has died
     write(jp_root_dir, "a.txt", "needle\n")
     assert paths(await ok("search_in_files_content", searchText="needle")) == ["a.txt"]
-    backend = mcp_app.tool_context.services["search_index"]
+    backend = mcp_app.tool_context.services.search.current
     assert isinstance(backend, WorkerSearch)
     backend._proc.kill()
     backend._proc.wait()
