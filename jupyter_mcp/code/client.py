@@ -26,10 +26,12 @@ from typing import Any
 from ..core.context import ToolContext
 from ..core.errors import ToolError
 from ..core.worker import WorkerFailed, WorkerProcess, WorkerTimeout
-from ..documents.files import atomic_write, is_notebook, read_raw_text, read_text, write_text
+from ..documents.facts import NOTEBOOK_SUFFIX, Stamp, is_notebook
+from ..documents.facts import stamp as file_stamp
+from ..documents.files import atomic_write, read_raw_text, read_text, write_text
 from ..documents.notebook_view import notebook_view, read_notebook
 from ..project.walk import iter_project_files
-from .engine import NOTEBOOK_SUFFIX, PYTHON_SUFFIXES, Changes, Delta, Source
+from .engine import PYTHON_SUFFIXES, Changes, Delta, Source
 
 DEFAULT_TIMEOUT = 30.0
 
@@ -66,7 +68,7 @@ class ProjectFiles:
     def __init__(self, root: Path, max_file_bytes: int) -> None:
         self.root = root
         self.max_file_bytes = max_file_bytes
-        self._stamps: dict[Path, tuple[int, int]] = {}
+        self._stamps: dict[Path, Stamp] = {}
 
     def delta(self, *, reset: bool = False) -> Delta:
         """What changed since the last call (everything, with ``reset``)."""
@@ -81,12 +83,12 @@ class ProjectFiles:
             if path in seen or not path.name.endswith((*PYTHON_SUFFIXES, NOTEBOOK_SUFFIX)):
                 continue  # a link to another project file, or to a file of another kind
             seen.add(path)
-            stamp = (st.st_mtime_ns, st.st_size)
+            stamp = file_stamp(st)
             if self._stamps.get(path) == stamp:
                 continue
             self._stamps[path] = stamp
             too_big = st.st_size > self.max_file_bytes
-            if path.suffix == NOTEBOOK_SUFFIX:
+            if is_notebook(path):
                 found.notebooks[path] = None if too_big else self._view(path)
             elif too_big:
                 found.removed.append(path)

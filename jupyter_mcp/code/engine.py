@@ -37,9 +37,9 @@ from parso.python.tree import Name as TreeName
 from parso.tree import search_ancestor
 
 from ..core.errors import ToolError
+from ..documents.facts import NOTEBOOK_SUFFIX, is_notebook
 
 PYTHON_SUFFIXES = (".py", ".pyi")
-NOTEBOOK_SUFFIX = ".ipynb"
 #: Where a notebook's text view lives for jedi: next to the notebook, under a ``.py`` name.
 VIEW_SUFFIX = ".py"
 REFACTOR_TYPES = ("rename", "extract_variable", "extract_function", "inline")
@@ -276,7 +276,7 @@ class Engine:
                 except_.add(module_context.py__file__())
                 yield module_context
             for path in index.mentioning(name):
-                if path.suffix == NOTEBOOK_SUFFIX:
+                if is_notebook(path):
                     notebook = index.notebook(path)
                     if notebook is None or notebook.jedi_path in except_:
                         continue
@@ -496,7 +496,7 @@ class Engine:
         jedi cannot see into ``%magic``/``!shell`` lines (the view shows them as comments), so
         a rename leaves them alone; the agent is told where they are.
         """
-        notebooks = {p for p in self.index.mentioning(name) if p.suffix == NOTEBOOK_SUFFIX}
+        notebooks = {p for p in self.index.mentioning(name) if is_notebook(p)}
         if source.notebook:
             notebooks.add(source.path)
         word = re.compile(rf"\b{re.escape(name)}\b")
@@ -563,7 +563,7 @@ class Engine:
 
     def _read(self, path: Path) -> Source:
         """Another file a refactoring touches, as the index or the disk has it now."""
-        if path.suffix == NOTEBOOK_SUFFIX:
+        if is_notebook(path):
             notebook = self.index.notebook(path)
             if notebook is None:
                 raise ToolError(f"{self._shown(path)} could not be read as a notebook")

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from ..core.context import ToolContext
 from ..core.errors import ToolError
+from .facts import is_notebook, looks_binary, stamp
 from .notebook_view import (
     apply_view,
     dump_notebook,
@@ -24,8 +25,6 @@ from .notebook_view import (
     notebook_view,
     read_notebook,
 )
-
-_SNIFF = 8192
 
 
 def _read_umask() -> int:
@@ -46,16 +45,6 @@ def _read_umask() -> int:
 _UMASK = _read_umask()
 
 
-def is_notebook(path: Path) -> bool:
-    """True for ``.ipynb`` files, which tools see through their text view."""
-    return path.suffix.lower() == ".ipynb"
-
-
-def looks_binary(chunk: bytes) -> bool:
-    """Heuristic used by git and ripgrep: a NUL byte in the first block means binary."""
-    return b"\x00" in chunk
-
-
 def _check_file(ctx: ToolContext, path: Path, shown: str) -> None:
     if not path.exists():
         raise ToolError(f"File not found: {shown}")
@@ -74,7 +63,7 @@ def read_raw_text(ctx: ToolContext, path: Path, shown: str) -> str:
     """The file's text exactly as stored (line endings kept); refuses binary files."""
     _check_file(ctx, path, shown)
     data = path.read_bytes()
-    if looks_binary(data[:_SNIFF]):
+    if looks_binary(data):
         raise ToolError(f"{shown} is a binary file; only text files can be read as text")
     try:
         return data.decode("utf-8")
@@ -88,7 +77,7 @@ def read_text(ctx: ToolContext, path: Path, shown: str) -> str:
         return read_raw_text(ctx, path, shown)
     _check_file(ctx, path, shown)
     st = path.stat()
-    key = (st.st_mtime_ns, st.st_size, st.st_ino)
+    key = stamp(st)
     cached = _views.get(path)
     if cached is not None and cached[0] == key:
         return cached[1]

@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..core.errors import ToolError
-from ..documents.files import is_notebook, read_raw_text
+from ..documents.facts import is_notebook
+from ..documents.files import read_raw_text
 from ..documents.notebook_view import notebook_view, read_notebook
 
 if TYPE_CHECKING:
