@@ -37,6 +37,7 @@ from parso.python.tree import Name as TreeName
 from parso.tree import search_ancestor
 
 from ..core.errors import ToolError
+from ..core.paths import is_inside, relative_path
 from ..documents.facts import NOTEBOOK_SUFFIX, is_notebook
 
 PYTHON_SUFFIXES = (".py", ".pyi")
@@ -395,7 +396,7 @@ class Engine:
             known = real.get(module_path)
             if known is None:
                 path = self._real_path(module_path)
-                known = real[module_path] = (path, path is not None and _inside(self.root, path))
+                known = real[module_path] = (path, path is not None and is_inside(self.root, path))
             path, inside = known
             if path is None or not inside or name.line is None:
                 continue
@@ -444,7 +445,7 @@ class Engine:
         if not file_only:
             for d in script.goto(line + 1, character, follow_imports=True):
                 where = self._real_path(d.module_path)
-                if d.in_builtin_module() or where is None or not _inside(self.root, where):
+                if d.in_builtin_module() or where is None or not is_inside(self.root, where):
                     raise ToolError(
                         f"{d.name} is defined outside the project ({where or 'built in'}); only "
                         "names defined in the project can be renamed"
@@ -547,7 +548,7 @@ class Engine:
         edits = 0
         for jedi_path, changed in refactoring.get_changed_files().items():
             path = self._real_path(jedi_path)
-            if path is None or not _inside(self.root, path):
+            if path is None or not is_inside(self.root, path):
                 raise ToolError(f"The refactoring would change {jedi_path}, outside the project")
             src = source if path == source.path else self._read(path)
             old_code = changed._module_node.get_code()
@@ -575,10 +576,7 @@ class Engine:
         return Source.of(path, self._shown(path), text, notebook=False)
 
     def _shown(self, path: Path) -> str:
-        try:
-            return path.relative_to(self.root).as_posix()
-        except ValueError:
-            return str(path)
+        return relative_path(self.root, path) if is_inside(self.root, path) else str(path)
 
 
 def _is_alias_name(tree_name: Any) -> bool:
@@ -594,10 +592,6 @@ def _is_alias_name(tree_name: Any) -> bool:
 
 def _module_name(notebook: Path) -> str:
     return re.sub(r"\W", "_", notebook.stem) + "_ipynb"
-
-
-def _inside(root: Path, path: Path) -> bool:
-    return path.parts[: len(root.parts)] == root.parts
 
 
 # --------------------------------------------------------------------------------------------

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..core.errors import ToolError
+from ..core.paths import is_inside, relative_path
 from ..documents.facts import is_notebook
 from ..documents.files import read_raw_text
 from ..documents.notebook_view import notebook_view, read_notebook
@@ -89,10 +90,9 @@ class BreakpointSync:
         files = []
         for absolute, lines in sorted(by_path.items()):
             path = Path(absolute)
-            try:
-                relative = path.relative_to(root).as_posix()
-            except ValueError:
+            if not is_inside(root, path):
                 continue
+            relative = relative_path(root, path)
             item: dict[str, Any] = {"path": relative, "lines": sorted(lines)}
             if is_notebook(path):
                 try:

@@ -13,6 +13,7 @@ from typing import Any
 
 from ..core.context import ToolContext
 from ..core.errors import ToolError
+from ..core.paths import is_inside
 from ..core.registry import ToolSet
 from ..documents.files import edit_text, locked, notify_written, read_text, write_text
 
@@ -136,21 +137,13 @@ def list_files_in_folder(ctx: ToolContext, pathInProject: str) -> list[dict[str,
     with os.scandir(folder) as it:
         for entry in it:
             target = Path(os.path.realpath(entry.path))
-            if not _inside(ctx, target):
+            if not is_inside(ctx.root_dir, target):
                 continue  # a link out of the project is not part of it
             kind = "directory" if target.is_dir() else "file"
             entries.append(
                 {"name": entry.name, "type": kind, "path": ctx.relative(folder / entry.name)}
             )
     return sorted(entries, key=lambda e: e["name"])
-
-
-def _inside(ctx: ToolContext, path: Path) -> bool:
-    try:
-        path.relative_to(ctx.root_dir)
-    except ValueError:
-        return False
-    return True
 
 
 def _split_lines(text: str) -> list[str]:
