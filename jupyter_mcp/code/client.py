@@ -13,13 +13,11 @@ Refactorings come back as new text views; :func:`apply_changes` writes them all 
 
 from __future__ import annotations
 
-import contextlib
 import os
 import shutil
 import sys
 import threading
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +26,7 @@ from ..core.errors import ToolError
 from ..core.worker import WorkerFailed, WorkerProcess, WorkerTimeout
 from ..documents.facts import NOTEBOOK_SUFFIX, Stamp, is_notebook
 from ..documents.facts import stamp as file_stamp
-from ..documents.files import atomic_write, read_raw_text, read_text, write_text
+from ..documents.files import read_raw_text, read_text, transaction
 from ..documents.notebook_view import notebook_view, read_notebook
 from ..project.walk import iter_project_files
 from .engine import PYTHON_SUFFIXES, Changes, Delta, Source
@@ -210,8 +208,8 @@ class CodeIntel:
             self.worker.close()
 
 
-def apply_changes(ctx: ToolContext, changes: Changes, notify: Callable[[Path], None]) -> None:
-    """Write every changed file or none: all locks taken, originals restored on any failure.
+def apply_changes(ctx: ToolContext, changes: Changes) -> None:
+    """Write every changed file or none, in one :func:`~jupyter_mcp.documents.files.transaction`.
 
     ``changes`` maps a path to ``(shown, text the change was computed from, new text)``; a
     file whose text view is no longer the one the change was computed from is refused.
@@ -230,36 +228,23 @@ def apply_changes(ctx: ToolContext, changes: Changes, notify: Callable[[Path], N
             )
         resolved[path] = change
     changes = resolved
-    paths = sorted(changes, key=str)
-    with contextlib.ExitStack() as stack:
-        for path in paths:
-            stack.enter_context(ctx.locks(path))
-        guard = ctx.services.get("before_file_write")
-        originals: dict[Path, str] = {}
-        for path in paths:
+    with transaction(ctx, changes) as tx:
+        for path in tx.paths:
             shown, old_text, _ = changes[path]
-            if guard is not None:
-                guard(path)  # the browser bridge refuses files with unsaved edits
-            originals[path] = read_raw_text(ctx, path, shown)
-            if read_text(ctx, path, shown) != old_text:
+            tx.check_unsaved(path)  # the JupyterLab editor link refuses files with unsaved edits
+            if tx.read(path, shown) != old_text:
                 raise ToolError(
                     f"{shown} changed while the refactoring was computed; nothing was changed, "
                     "try again"
                 )
-        written: list[Path] = []
-        try:
-            for path in paths:
-                shown, _, new_text = changes[path]
-                write_text(ctx, path, shown, new_text)
-                written.append(path)
-        except BaseException as e:
-            for done in written:
-                atomic_write(done, originals[done])
-            if isinstance(e, ToolError):
+        for path in tx.paths:
+            shown, _, new_text = changes[path]
+            try:
+                tx.write(path, shown, new_text)
+            except ToolError as e:
                 raise ToolError(f"{e.message}; no file was changed") from e
-            raise ToolError(f"Writing {changes[path][0]} failed ({e}); no file was changed") from e
-    for path in paths:
-        notify(path)
+            except BaseException as e:
+                raise ToolError(f"Writing {shown} failed ({e}); no file was changed") from e
 
 
 _engine_guard = threading.Lock()

@@ -1,7 +1,9 @@
 """Reading and writing project files as text, notebooks through their percent-format view.
 
-Every write is atomic (a temporary file in the same folder, then a rename) and holds the
-file's lock, so concurrent edits of one file are applied one after the other.
+Every write of a project file is one :func:`transaction`: the files' locks (so concurrent
+edits of one file are applied one after the other), the refusal of files with unsaved edits in
+JupyterLab, an atomic write (a temporary file in the same folder, then a rename) and, once the
+locks are released, the reload notice to editors showing the file.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ import os
 import stat
 import tempfile
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -96,8 +98,12 @@ _views: dict[Path, tuple[tuple[int, int, int], str]] = {}
 _views_lock = threading.Lock()
 
 
-def atomic_write(path: Path, data: str) -> None:
-    """Write ``data`` (UTF-8) to ``path`` through a temporary file and a rename."""
+def atomic_write(path: Path, data: str | bytes) -> None:
+    """Write ``data`` (text as UTF-8) to ``path`` through a temporary file and a rename.
+
+    The file keeps its permission bits; a new one gets those the umask allows. This is the one
+    function that replaces files: project files reach it only through :func:`transaction`.
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
     try:
         mode = stat.S_IMODE(path.stat().st_mode)
@@ -105,8 +111,12 @@ def atomic_write(path: Path, data: str) -> None:
         mode = 0o666 & ~_UMASK
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
-            f.write(data)
+        if isinstance(data, bytes):
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+        else:
+            with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
+                f.write(data)
         os.chmod(tmp, mode)
         os.replace(tmp, path)
     except BaseException:
@@ -115,42 +125,142 @@ def atomic_write(path: Path, data: str) -> None:
         raise
 
 
-def write_text(
-    ctx: ToolContext, path: Path, shown: str, text: str, *, create: bool = False
-) -> bool:
-    """Store ``text`` as the file's new text view; False when nothing had to change.
-
-    For a notebook, ``text`` is percent-format: it is merged into the existing notebook (see
-    :func:`~jupyter_mcp.documents.notebook_view.apply_view`) or, with ``create``, becomes a new one.
-    The caller holds the file's lock.
-    """
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError as e:
-        # JSON may carry "\ud800"-style escapes that no UTF-8 file can hold.
-        raise ToolError(
-            f"Cannot write {shown}: the text has an unpaired surrogate U+{ord(text[e.start]):04X} "
-            f"at character {e.start}, which UTF-8 cannot encode; nothing was written"
-        ) from None
+def _guard(ctx: ToolContext, path: Path) -> None:
+    """Raise ToolError when ``path`` must not be written now (unsaved edits in JupyterLab)."""
     guard = ctx.services.get("before_file_write")
     if guard is not None:
-        guard(path)  # the browser bridge refuses files with unsaved edits in JupyterLab
-    if is_notebook(path):
-        if create:
-            atomic_write(path, dump_notebook(new_notebook_from_view(text)))
-            return True
-        nb = read_notebook(read_raw_text(ctx, path, shown), shown)
-        updated = apply_view(nb, text)
-        if updated is None:
-            return False
-        atomic_write(path, dump_notebook(updated))
-        return True
-    if not create:
-        with contextlib.suppress(ToolError):
-            if read_raw_text(ctx, path, shown) == text:
+        guard(path)
+
+
+def _announce(ctx: ToolContext, path: Path) -> None:
+    """Tell whoever listens (the JupyterLab editor link) that ``path`` changed on disk."""
+    listener = ctx.services.get("on_file_written")
+    if listener is not None:
+        listener(path)
+
+
+def notify_written(ctx: ToolContext, path: Path) -> None:
+    """Announce a file that something else than a transaction rewrote (a git checkout)."""
+    _announce(ctx, path)
+
+
+class Transaction:
+    """The files of one change, held locked; made by :func:`transaction`.
+
+    ``read`` and ``write`` see and store a file's text view, as the file tools do. Before the
+    first write of a file its unsaved-edit guard runs; a transaction over several files keeps
+    each file's original bytes, so a failure part way puts every written file back.
+    """
+
+    def __init__(self, ctx: ToolContext, paths: list[Path]) -> None:
+        self.ctx = ctx
+        #: The locked files, in lock order.
+        self.paths = paths
+        #: The files written so far, in order.
+        self.written: list[Path] = []
+        self._checked: set[Path] = set()
+        self._originals: dict[Path, bytes | None] = {}
+
+    def _require(self, path: Path) -> None:
+        if path not in self.paths:
+            raise RuntimeError(f"{path} is not part of this transaction")
+
+    def check_unsaved(self, path: Path | None = None) -> None:
+        """Refuse (ToolError) when ``path`` (default: every file) has unsaved edits."""
+        for item in self.paths if path is None else [path]:
+            self._require(item)
+            if item not in self._checked:
+                _guard(self.ctx, item)
+                self._checked.add(item)
+
+    def read(self, path: Path, shown: str) -> str:
+        """The text a tool sees: a notebook's percent-format view, any other file as stored."""
+        self._require(path)
+        return read_text(self.ctx, path, shown)
+
+    def read_raw(self, path: Path, shown: str) -> str:
+        """The file's text exactly as stored."""
+        self._require(path)
+        return read_raw_text(self.ctx, path, shown)
+
+    def write(self, path: Path, shown: str, text: str, *, create: bool = False) -> bool:
+        """Store ``text`` as the file's new text view; False when nothing had to change.
+
+        For a notebook, ``text`` is percent-format: it is merged into the existing notebook (see
+        :func:`~jupyter_mcp.documents.notebook_view.apply_view`) or, with ``create``, becomes a
+        new one.
+        """
+        self._require(path)
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as e:
+            # JSON may carry "\ud800"-style escapes that no UTF-8 file can hold.
+            raise ToolError(
+                f"Cannot write {shown}: the text has an unpaired surrogate "
+                f"U+{ord(text[e.start]):04X} at character {e.start}, which UTF-8 cannot encode; "
+                "nothing was written"
+            ) from None
+        self.check_unsaved(path)
+        if is_notebook(path):
+            if create:
+                self._store(path, dump_notebook(new_notebook_from_view(text)))
+                return True
+            nb = read_notebook(read_raw_text(self.ctx, path, shown), shown)
+            updated = apply_view(nb, text)
+            if updated is None:
                 return False
-    atomic_write(path, text)
-    return True
+            self._store(path, dump_notebook(updated))
+            return True
+        if not create:
+            with contextlib.suppress(ToolError):
+                if read_raw_text(self.ctx, path, shown) == text:
+                    return False
+        self._store(path, text)
+        return True
+
+    def _store(self, path: Path, data: str | bytes | None) -> None:
+        """The one place a project file is replaced (``None``: removed, when rolling back)."""
+        if len(self.paths) > 1 and path not in self._originals:
+            try:
+                self._originals[path] = path.read_bytes()
+            except FileNotFoundError:
+                self._originals[path] = None
+        if data is None:
+            path.unlink(missing_ok=True)
+        else:
+            atomic_write(path, data)
+        if path not in self.written:
+            self.written.append(path)
+
+    def _roll_back(self) -> None:
+        for path in reversed(list(self.written)):
+            if path not in self._originals:
+                continue  # a transaction of one file: its write was the last step
+            self._store(path, self._originals[path])
+            self.written.remove(path)
+
+
+@contextlib.contextmanager
+def transaction(ctx: ToolContext, paths: Iterable[Path]) -> Iterator[Transaction]:
+    """Lock ``paths`` (real paths in the project) for one change of their files.
+
+    The locks are taken in sorted order, so two transactions over overlapping files never wait
+    on each other in a circle. When the block raises, files it wrote are put back; once the
+    locks are released, editors showing a written file are told to reload it.
+    """
+    tx = Transaction(ctx, sorted(set(paths), key=str))
+    try:
+        with contextlib.ExitStack() as stack:
+            for path in tx.paths:
+                stack.enter_context(ctx.locks(path))
+            try:
+                yield tx
+            except BaseException:
+                tx._roll_back()
+                raise
+    finally:
+        for path in tx.written:
+            _announce(ctx, path)
 
 
 @dataclass
@@ -162,33 +272,17 @@ class Edit:
     result: object = None
 
 
-@contextlib.contextmanager
-def locked(ctx: ToolContext, path: Path) -> Iterator[None]:
-    """Hold the lock of ``path`` for a read-modify-write."""
-    with ctx.locks(path):
-        yield
-
-
 def edit_text(
     ctx: ToolContext, path_in_project: str, change: Callable[[str], tuple[str, object]]
 ) -> Edit:
     """Read a file's text view, apply ``change`` (text → new text, extra result), write it back.
 
-    The whole read-modify-write holds the file's lock; ``change`` may raise ToolError, and
-    then nothing is written.
+    The whole read-modify-write is one :func:`transaction`; ``change`` may raise ToolError,
+    and then nothing is written.
     """
     path = ctx.resolve(path_in_project)
-    with locked(ctx, path):
-        text = read_text(ctx, path, path_in_project)
+    with transaction(ctx, [path]) as tx:
+        text = tx.read(path, path_in_project)
         new_text, extra = change(text)
-        changed = new_text != text and write_text(ctx, path, path_in_project, new_text)
-    if changed:
-        notify_written(ctx, path)
+        changed = new_text != text and tx.write(path, path_in_project, new_text)
     return Edit(path=path, changed=changed, result=extra)
-
-
-def notify_written(ctx: ToolContext, path: Path) -> None:
-    """Tell whoever listens (the browser bridge) that a tool changed ``path`` on disk."""
-    listener = ctx.services.get("on_file_written")
-    if listener is not None:
-        listener(path)

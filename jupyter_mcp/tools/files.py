@@ -15,7 +15,7 @@ from ..core.context import ToolContext
 from ..core.errors import ToolError
 from ..core.paths import is_inside
 from ..core.registry import ToolSet
-from ..documents.files import edit_text, locked, notify_written, read_text, write_text
+from ..documents.files import edit_text, read_text, transaction
 
 tools = ToolSet()
 
@@ -66,15 +66,13 @@ def rewrite_file_content(ctx: ToolContext, pathInProject: str, text: str) -> dic
     """Replace the file's text view with ``text``."""
     started = time.perf_counter()
     path = ctx.resolve(pathInProject)
-    with locked(ctx, path):
+    with transaction(ctx, [path]) as tx:
         if not path.exists():
             raise ToolError(
                 f"File not found: {pathInProject} (use create_new_file_with_text to create it)"
             )
-        read_text(ctx, path, pathInProject)  # refuses directories, binary and oversized files
-        changed = write_text(ctx, path, pathInProject, text)
-    if changed:
-        notify_written(ctx, path)
+        tx.read(path, pathInProject)  # refuses directories, binary and oversized files
+        tx.write(path, pathInProject, text)
     return {
         **_where(ctx, path),
         "size": path.stat().st_size,
@@ -98,7 +96,7 @@ def create_new_file_with_text(ctx: ToolContext, pathInProject: str, text: str) -
     path = ctx.resolve(pathInProject)
     if path == ctx.root_dir or pathInProject.rstrip().endswith(("/", "\\")):
         raise ToolError(f"Not a file path: {pathInProject!r}")
-    with locked(ctx, path):
+    with transaction(ctx, [path]) as tx:
         if path.exists() or path.is_symlink():
             raise ToolError(f"File already exists: {pathInProject}")
         for parent in path.parents:
@@ -106,8 +104,7 @@ def create_new_file_with_text(ctx: ToolContext, pathInProject: str, text: str) -
                 if not parent.is_dir():
                     raise ToolError(f"{ctx.relative(parent)} is a file, not a folder")
                 break
-        write_text(ctx, path, pathInProject, text, create=True)
-    notify_written(ctx, path)
+        tx.write(path, pathInProject, text, create=True)
     return {**_where(ctx, path), "operationTimeMs": _elapsed_ms(started)}
 
 
