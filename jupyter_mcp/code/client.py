@@ -27,7 +27,7 @@ from ..core.worker import WorkerFailed, WorkerProcess, WorkerTimeout
 from ..documents.facts import NOTEBOOK_SUFFIX, Stamp, is_notebook
 from ..documents.facts import stamp as file_stamp
 from ..documents.files import read_raw_text, read_text, transaction
-from ..documents.notebook_view import notebook_view, read_notebook
+from ..documents.notebook_view import read_notebook, view_of
 from ..project.walk import iter_project_files
 from .engine import PYTHON_SUFFIXES, Changes, Delta, Source
 
@@ -87,7 +87,7 @@ class ProjectFiles:
             self._stamps[path] = stamp
             too_big = st.st_size > self.max_file_bytes
             if is_notebook(path):
-                found.notebooks[path] = None if too_big else self._view(path)
+                found.notebooks[path] = None if too_big else self._view(path, st)
             elif too_big:
                 found.removed.append(path)
             else:
@@ -103,10 +103,11 @@ class ProjectFiles:
             self._stamps.pop(path, None)
 
     @staticmethod
-    def _view(path: Path) -> str | None:
+    def _view(path: Path, st: os.stat_result) -> str | None:
         try:
-            raw = path.read_bytes().decode("utf-8")
-            return notebook_view(read_notebook(raw, path.name))
+            return view_of(
+                path, file_stamp(st), lambda: path.read_bytes().decode("utf-8"), path.name
+            )
         except (OSError, UnicodeDecodeError, ToolError):
             return None  # an unreadable notebook simply takes no part
 

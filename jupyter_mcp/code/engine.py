@@ -39,6 +39,7 @@ from parso.tree import search_ancestor
 from ..core.errors import ToolError
 from ..core.paths import is_inside, relative_path
 from ..documents.facts import NOTEBOOK_SUFFIX, is_notebook
+from ..documents.notebook_view import is_magic_line
 
 PYTHON_SUFFIXES = (".py", ".pyi")
 #: Where a notebook's text view lives for jedi: next to the notebook, under a ``.py`` name.
@@ -46,9 +47,6 @@ VIEW_SUFFIX = ".py"
 REFACTOR_TYPES = ("rename", "extract_variable", "extract_function", "inline")
 _IDENTIFIER = re.compile(r"[^\W\d]\w*")
 _CONSTANT = re.compile(r"_*[A-Z][A-Z0-9_]*")
-#: A magic or shell line as a notebook's view shows it (``# %time …``, ``# !ls``), not a cell
-#: marker (``# %%`` alone or with a title).
-_MAGIC_LINE = re.compile(r"\s*# ?(!|%(?!%( |$))|%%\S)")
 _SCOPES = ("funcdef", "classdef", "lambdef", "file_input")
 _PROPERTY_DECORATORS = re.compile(r"@\s*(\w+\.)*(property|cached_property|setter|getter|deleter)\b")
 
@@ -509,7 +507,7 @@ class Engine:
             rows = [
                 str(number)
                 for number, line in enumerate(src.text.split("\n"))
-                if _MAGIC_LINE.match(line) and word.search(line)
+                if is_magic_line(line) and word.search(line)
             ]
             if rows:
                 found.append(f"{self._shown(path)} line {', '.join(rows)}")

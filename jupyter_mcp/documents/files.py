@@ -12,7 +12,6 @@ import contextlib
 import os
 import stat
 import tempfile
-import threading
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,8 +23,8 @@ from .notebook_view import (
     apply_view,
     dump_notebook,
     new_notebook_from_view,
-    notebook_view,
     read_notebook,
+    view_of,
 )
 
 
@@ -78,24 +77,7 @@ def read_text(ctx: ToolContext, path: Path, shown: str) -> str:
     if not is_notebook(path):
         return read_raw_text(ctx, path, shown)
     _check_file(ctx, path, shown)
-    st = path.stat()
-    key = stamp(st)
-    cached = _views.get(path)
-    if cached is not None and cached[0] == key:
-        return cached[1]
-    view = notebook_view(read_notebook(read_raw_text(ctx, path, shown), shown))
-    with _views_lock:
-        _views[path] = (key, view)
-        while len(_views) > _VIEW_CACHE_SIZE:
-            _views.pop(next(iter(_views)))
-    return view
-
-
-# Converting a notebook to its view costs milliseconds (nbformat + jupytext); agents re-read
-# the same notebooks often, so views are cached by the file's identity and change stamp.
-_VIEW_CACHE_SIZE = 128
-_views: dict[Path, tuple[tuple[int, int, int], str]] = {}
-_views_lock = threading.Lock()
+    return view_of(path, stamp(path.stat()), lambda: read_raw_text(ctx, path, shown), shown)
 
 
 def atomic_write(path: Path, data: str | bytes) -> None:
@@ -205,8 +187,11 @@ class Transaction:
             if create:
                 self._store(path, dump_notebook(new_notebook_from_view(text)))
                 return True
-            nb = read_notebook(read_raw_text(self.ctx, path, shown), shown)
-            updated = apply_view(nb, text)
+            _check_file(self.ctx, path, shown)
+            seen = stamp(path.stat())  # before the read: a later write shows
+            raw = read_raw_text(self.ctx, path, shown)
+            nb = read_notebook(raw, shown)
+            updated = apply_view(nb, text, view_of(path, seen, lambda: raw, shown))
             if updated is None:
                 return False
             self._store(path, dump_notebook(updated))

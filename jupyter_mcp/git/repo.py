@@ -30,7 +30,7 @@ from typing import Any
 from ..core.errors import ToolError
 from ..core.paths import check_os_limits, is_inside
 from ..documents.facts import is_notebook, looks_binary
-from ..documents.notebook_view import notebook_view, read_notebook
+from ..documents.notebook_view import view_of_json
 
 try:
     import git
@@ -1075,7 +1075,7 @@ def _notebook_text(data: bytes | None, shown: str) -> str | None | bool:
     if data is None:
         return None
     try:
-        return notebook_view(read_notebook(data.decode("utf-8"), shown))
+        return view_of_json(data.decode("utf-8"), shown)
     except (UnicodeDecodeError, ToolError):
         return False
 

@@ -26,8 +26,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..core.errors import ToolError
-from ..documents.facts import is_notebook, looks_binary, stamp_of
+from ..documents.facts import Stamp, is_notebook, looks_binary, stamp_of
 from ..documents.facts import stamp as file_stamp
+from ..documents.notebook_view import view_of, view_of_json
 from ..project.walk import (
     IGNORE_FILE,
     IgnoreRules,
@@ -226,9 +227,7 @@ class ProjectIndex:
         found = []
         for entry, text in texts:
             if text is None:  # over the cache budget: read from disk each time
-                text = read_searchable(entry.path, entry.name, entry.stamp[1], self.max_file_bytes)[
-                    1
-                ]
+                text = read_searchable(entry.path, entry.name, entry.stamp, self.max_file_bytes)[1]
                 if text is None:
                     continue
             found.append((entry, text))
@@ -494,9 +493,7 @@ class ProjectIndex:
     def _load(self, entry: FileEntry) -> None:
         self._unloaded.discard(entry)
         started = time.time_ns()
-        entry.kind, text = read_searchable(
-            entry.path, entry.name, entry.stamp[1], self.max_file_bytes
-        )
+        entry.kind, text = read_searchable(entry.path, entry.name, entry.stamp, self.max_file_bytes)
         if text is None:
             return
         if entry.stamp[0] + _RACY_NS > started:
@@ -517,15 +514,15 @@ class ProjectIndex:
             stack.extend(current.dirs.values())
 
 
-def read_searchable(path: str, name: str, size: int, max_bytes: int) -> tuple[str, str | None]:
+def read_searchable(path: str, name: str, stamp: Stamp, max_bytes: int) -> tuple[str, str | None]:
     """``(kind, text)`` of a file as search sees it; ``text`` is None unless kind is "text".
 
-    kind is "large" over ``max_bytes``, "binary" with a NUL byte in the first block,
-    "unreadable" when it cannot be opened, else "text": the file decoded as UTF-8 (invalid
-    bytes replaced), or for a notebook its percent-format view (the raw text if it is not a
-    valid notebook).
+    ``stamp`` is the file's change stamp as the walk saw it. kind is "large" over
+    ``max_bytes``, "binary" with a NUL byte in the first block, "unreadable" when it cannot be
+    opened, else "text": the file decoded as UTF-8 (invalid bytes replaced), or for a notebook
+    its percent-format view (the raw text if it is not a valid notebook).
     """
-    if size > max_bytes:
+    if stamp[1] > max_bytes:
         return "large", None
     try:
         with open(path, "rb") as f:
@@ -536,11 +533,11 @@ def read_searchable(path: str, name: str, size: int, max_bytes: int) -> tuple[st
         return "large", None
     if looks_binary(data):
         return "binary", None
-    text = data.decode("utf-8", "replace")
-    if is_notebook(name):
-        # Imported here: jupytext is slow to import and only notebooks need it.
-        from ..documents.notebook_view import notebook_view, read_notebook
-
-        with contextlib.suppress(ToolError):
-            text = notebook_view(read_notebook(text, name))
-    return "text", text
+    raw = data.decode("utf-8", "replace")
+    if not is_notebook(name):
+        return "text", raw
+    with contextlib.suppress(ToolError):
+        if "\ufffd" in raw:  # maybe not the text the file tools read: keep it out of the cache
+            return "text", view_of_json(raw, name)
+        return "text", view_of(Path(path), stamp, lambda: raw, name)
+    return "text", raw
