@@ -71,15 +71,17 @@ class BreakpointSync:
             item: dict[str, Any] = {"path": relative, "lines": sorted(lines)}
             if is_notebook(path):
                 try:
-                    seen = stamp(path.stat())  # before the read: a later write shows
-                    raw = read_raw_text(self.ctx, path, relative)
-                    nb = read_notebook(raw, relative)
-                    view = view_of(path, seen, lambda text=raw: text, relative)
+                    item["cells"] = self._cell_lines(path, relative, lines)
                 except (ToolError, OSError):
                     continue
-                item["cells"] = view_lines_by_cell(nb, lines, view)
             files.append(item)
         return files
+
+    def _cell_lines(self, path: Path, relative: str, lines: set[int]) -> list[dict[str, Any]]:
+        seen = stamp(path.stat())  # before the read: a later write shows
+        raw = read_raw_text(self.ctx, path, relative)
+        view = view_of(path, seen, lambda: raw, relative)
+        return view_lines_by_cell(read_notebook(raw, relative), lines, view)
 
     def apply(self, message: dict[str, Any]) -> None:
         """Make the store hold exactly the breakpoints a window's debugger shows for a file."""
