@@ -160,11 +160,6 @@ class Transaction:
         self._require(path)
         return read_text(self.ctx, path, shown)
 
-    def read_raw(self, path: Path, shown: str) -> str:
-        """The file's text exactly as stored."""
-        self._require(path)
-        return read_raw_text(self.ctx, path, shown)
-
     def write(self, path: Path, shown: str, text: str, *, create: bool = False) -> bool:
         """Store ``text`` as the file's new text view; False when nothing had to change.
 
