@@ -28,6 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..core.paths import is_inside
+
 log = logging.getLogger("jupyter_mcp.cli.relay")
 
 PROTOCOL_VERSION_META_KEY = "io.modelcontextprotocol/protocolVersion"
@@ -58,10 +60,6 @@ def mcp_url_of(server_url: str) -> str:
     return base.rstrip("/") + "/mcp"
 
 
-def _contains(root: Path, path: Path) -> bool:
-    return path == root or root in path.parents
-
-
 def find_server(folder: Path, servers: list[dict[str, Any]]) -> dict[str, Any] | None:
     """The running server whose ``root_dir`` contains ``folder``; the deepest root wins."""
     folder = folder.resolve()
@@ -71,7 +69,7 @@ def find_server(folder: Path, servers: list[dict[str, Any]]) -> dict[str, Any] |
         if not root_text or info.get("sock"):
             continue
         root = Path(root_text).expanduser().resolve()
-        if _contains(root, folder):
+        if is_inside(root, folder):
             depth = len(root.parts)
             if best is None or depth > best[0]:
                 best = (depth, info)

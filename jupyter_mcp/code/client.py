@@ -13,23 +13,23 @@ Refactorings come back as new text views; :func:`apply_changes` writes them all 
 
 from __future__ import annotations
 
-import contextlib
 import os
 import shutil
 import sys
 import threading
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from ..core.context import ToolContext
 from ..core.errors import ToolError
 from ..core.worker import WorkerFailed, WorkerProcess, WorkerTimeout
-from ..documents.files import atomic_write, is_notebook, read_raw_text, read_text, write_text
-from ..documents.notebook_view import notebook_view, read_notebook
+from ..documents.facts import NOTEBOOK_SUFFIX, Stamp, is_notebook
+from ..documents.facts import stamp as file_stamp
+from ..documents.files import read_raw_text, read_text, transaction
+from ..documents.notebook_view import read_notebook, view_of
 from ..project.walk import iter_project_files
-from .engine import NOTEBOOK_SUFFIX, PYTHON_SUFFIXES, Changes, Delta, Source
+from .engine import PYTHON_SUFFIXES, Changes, Delta, Source
 
 DEFAULT_TIMEOUT = 30.0
 
@@ -66,7 +66,7 @@ class ProjectFiles:
     def __init__(self, root: Path, max_file_bytes: int) -> None:
         self.root = root
         self.max_file_bytes = max_file_bytes
-        self._stamps: dict[Path, tuple[int, int]] = {}
+        self._stamps: dict[Path, Stamp] = {}
 
     def delta(self, *, reset: bool = False) -> Delta:
         """What changed since the last call (everything, with ``reset``)."""
@@ -81,13 +81,13 @@ class ProjectFiles:
             if path in seen or not path.name.endswith((*PYTHON_SUFFIXES, NOTEBOOK_SUFFIX)):
                 continue  # a link to another project file, or to a file of another kind
             seen.add(path)
-            stamp = (st.st_mtime_ns, st.st_size)
+            stamp = file_stamp(st)
             if self._stamps.get(path) == stamp:
                 continue
             self._stamps[path] = stamp
             too_big = st.st_size > self.max_file_bytes
-            if path.suffix == NOTEBOOK_SUFFIX:
-                found.notebooks[path] = None if too_big else self._view(path)
+            if is_notebook(path):
+                found.notebooks[path] = None if too_big else self._view(path, st)
             elif too_big:
                 found.removed.append(path)
             else:
@@ -103,10 +103,11 @@ class ProjectFiles:
             self._stamps.pop(path, None)
 
     @staticmethod
-    def _view(path: Path) -> str | None:
+    def _view(path: Path, st: os.stat_result) -> str | None:
         try:
-            raw = path.read_bytes().decode("utf-8")
-            return notebook_view(read_notebook(raw, path.name))
+            return view_of(
+                path, file_stamp(st), lambda: path.read_bytes().decode("utf-8"), path.name
+            )
         except (OSError, UnicodeDecodeError, ToolError):
             return None  # an unreadable notebook simply takes no part
 
@@ -208,8 +209,8 @@ class CodeIntel:
             self.worker.close()
 
 
-def apply_changes(ctx: ToolContext, changes: Changes, notify: Callable[[Path], None]) -> None:
-    """Write every changed file or none: all locks taken, originals restored on any failure.
+def apply_changes(ctx: ToolContext, changes: Changes) -> None:
+    """Write every changed file or none, in one :func:`~jupyter_mcp.documents.files.transaction`.
 
     ``changes`` maps a path to ``(shown, text the change was computed from, new text)``; a
     file whose text view is no longer the one the change was computed from is refused.
@@ -228,36 +229,23 @@ def apply_changes(ctx: ToolContext, changes: Changes, notify: Callable[[Path], N
             )
         resolved[path] = change
     changes = resolved
-    paths = sorted(changes, key=str)
-    with contextlib.ExitStack() as stack:
-        for path in paths:
-            stack.enter_context(ctx.locks(path))
-        guard = ctx.services.before_file_write
-        originals: dict[Path, str] = {}
-        for path in paths:
+    with transaction(ctx, changes) as tx:
+        for path in tx.paths:
             shown, old_text, _ = changes[path]
-            if guard is not None:
-                guard(path)  # the browser bridge refuses files with unsaved edits
-            originals[path] = read_raw_text(ctx, path, shown)
-            if read_text(ctx, path, shown) != old_text:
+            tx.check_unsaved(path)  # the JupyterLab editor link refuses files with unsaved edits
+            if tx.read(path, shown) != old_text:
                 raise ToolError(
                     f"{shown} changed while the refactoring was computed; nothing was changed, "
                     "try again"
                 )
-        written: list[Path] = []
-        try:
-            for path in paths:
-                shown, _, new_text = changes[path]
-                write_text(ctx, path, shown, new_text)
-                written.append(path)
-        except BaseException as e:
-            for done in written:
-                atomic_write(done, originals[done])
-            if isinstance(e, ToolError):
+        for path in tx.paths:
+            shown, _, new_text = changes[path]
+            try:
+                tx.write(path, shown, new_text)
+            except ToolError as e:
                 raise ToolError(f"{e.message}; no file was changed") from e
-            raise ToolError(f"Writing {changes[path][0]} failed ({e}); no file was changed") from e
-    for path in paths:
-        notify(path)
+            except BaseException as e:
+                raise ToolError(f"Writing {shown} failed ({e}); no file was changed") from e
 
 
 class CodeService:

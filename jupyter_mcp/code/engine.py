@@ -37,17 +37,16 @@ from parso.python.tree import Name as TreeName
 from parso.tree import search_ancestor
 
 from ..core.errors import ToolError
+from ..core.paths import is_inside, relative_path
+from ..documents.facts import NOTEBOOK_SUFFIX, is_notebook
+from ..documents.notebook_view import is_magic_line
 
 PYTHON_SUFFIXES = (".py", ".pyi")
-NOTEBOOK_SUFFIX = ".ipynb"
 #: Where a notebook's text view lives for jedi: next to the notebook, under a ``.py`` name.
 VIEW_SUFFIX = ".py"
 REFACTOR_TYPES = ("rename", "extract_variable", "extract_function", "inline")
 _IDENTIFIER = re.compile(r"[^\W\d]\w*")
 _CONSTANT = re.compile(r"_*[A-Z][A-Z0-9_]*")
-#: A magic or shell line as a notebook's view shows it (``# %time …``, ``# !ls``), not a cell
-#: marker (``# %%`` alone or with a title).
-_MAGIC_LINE = re.compile(r"\s*# ?(!|%(?!%( |$))|%%\S)")
 _SCOPES = ("funcdef", "classdef", "lambdef", "file_input")
 _PROPERTY_DECORATORS = re.compile(r"@\s*(\w+\.)*(property|cached_property|setter|getter|deleter)\b")
 
@@ -276,7 +275,7 @@ class Engine:
                 except_.add(module_context.py__file__())
                 yield module_context
             for path in index.mentioning(name):
-                if path.suffix == NOTEBOOK_SUFFIX:
+                if is_notebook(path):
                     notebook = index.notebook(path)
                     if notebook is None or notebook.jedi_path in except_:
                         continue
@@ -395,7 +394,7 @@ class Engine:
             known = real.get(module_path)
             if known is None:
                 path = self._real_path(module_path)
-                known = real[module_path] = (path, path is not None and _inside(self.root, path))
+                known = real[module_path] = (path, path is not None and is_inside(self.root, path))
             path, inside = known
             if path is None or not inside or name.line is None:
                 continue
@@ -444,7 +443,7 @@ class Engine:
         if not file_only:
             for d in script.goto(line + 1, character, follow_imports=True):
                 where = self._real_path(d.module_path)
-                if d.in_builtin_module() or where is None or not _inside(self.root, where):
+                if d.in_builtin_module() or where is None or not is_inside(self.root, where):
                     raise ToolError(
                         f"{d.name} is defined outside the project ({where or 'built in'}); only "
                         "names defined in the project can be renamed"
@@ -496,7 +495,7 @@ class Engine:
         jedi cannot see into ``%magic``/``!shell`` lines (the view shows them as comments), so
         a rename leaves them alone; the agent is told where they are.
         """
-        notebooks = {p for p in self.index.mentioning(name) if p.suffix == NOTEBOOK_SUFFIX}
+        notebooks = {p for p in self.index.mentioning(name) if is_notebook(p)}
         if source.notebook:
             notebooks.add(source.path)
         word = re.compile(rf"\b{re.escape(name)}\b")
@@ -508,7 +507,7 @@ class Engine:
             rows = [
                 str(number)
                 for number, line in enumerate(src.text.split("\n"))
-                if _MAGIC_LINE.match(line) and word.search(line)
+                if is_magic_line(line) and word.search(line)
             ]
             if rows:
                 found.append(f"{self._shown(path)} line {', '.join(rows)}")
@@ -547,7 +546,7 @@ class Engine:
         edits = 0
         for jedi_path, changed in refactoring.get_changed_files().items():
             path = self._real_path(jedi_path)
-            if path is None or not _inside(self.root, path):
+            if path is None or not is_inside(self.root, path):
                 raise ToolError(f"The refactoring would change {jedi_path}, outside the project")
             src = source if path == source.path else self._read(path)
             old_code = changed._module_node.get_code()
@@ -563,7 +562,7 @@ class Engine:
 
     def _read(self, path: Path) -> Source:
         """Another file a refactoring touches, as the index or the disk has it now."""
-        if path.suffix == NOTEBOOK_SUFFIX:
+        if is_notebook(path):
             notebook = self.index.notebook(path)
             if notebook is None:
                 raise ToolError(f"{self._shown(path)} could not be read as a notebook")
@@ -575,10 +574,7 @@ class Engine:
         return Source.of(path, self._shown(path), text, notebook=False)
 
     def _shown(self, path: Path) -> str:
-        try:
-            return path.relative_to(self.root).as_posix()
-        except ValueError:
-            return str(path)
+        return relative_path(self.root, path) if is_inside(self.root, path) else str(path)
 
 
 def _is_alias_name(tree_name: Any) -> bool:
@@ -594,10 +590,6 @@ def _is_alias_name(tree_name: Any) -> bool:
 
 def _module_name(notebook: Path) -> str:
     return re.sub(r"\W", "_", notebook.stem) + "_ipynb"
-
-
-def _inside(root: Path, path: Path) -> bool:
-    return path.parts[: len(root.parts)] == root.parts
 
 
 # --------------------------------------------------------------------------------------------

@@ -1,1 +1,2 @@
-"""The one read/write path for project files, and notebooks as percent-format text."""
+"""The one read/write path for project files: file facts (``facts``), reads and the write
+transaction (``files``), and notebooks as percent-format text (``notebook_view``)."""

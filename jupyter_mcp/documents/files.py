@@ -1,7 +1,9 @@
 """Reading and writing project files as text, notebooks through their percent-format view.
 
-Every write is atomic (a temporary file in the same folder, then a rename) and holds the
-file's lock, so concurrent edits of one file are applied one after the other.
+Every write of a project file is one :func:`transaction`: the files' locks (so concurrent
+edits of one file are applied one after the other), the refusal of files with unsaved edits in
+JupyterLab, an atomic write (a temporary file in the same folder, then a rename) and, once the
+locks are released, the reload notice to editors showing the file.
 """
 
 from __future__ import annotations
@@ -10,22 +12,20 @@ import contextlib
 import os
 import stat
 import tempfile
-import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..core.context import ToolContext
 from ..core.errors import ToolError
+from .facts import is_notebook, looks_binary, stamp
 from .notebook_view import (
     apply_view,
     dump_notebook,
     new_notebook_from_view,
-    notebook_view,
     read_notebook,
+    view_of,
 )
-
-_SNIFF = 8192
 
 
 def _read_umask() -> int:
@@ -46,16 +46,6 @@ def _read_umask() -> int:
 _UMASK = _read_umask()
 
 
-def is_notebook(path: Path) -> bool:
-    """True for ``.ipynb`` files, which tools see through their text view."""
-    return path.suffix.lower() == ".ipynb"
-
-
-def looks_binary(chunk: bytes) -> bool:
-    """Heuristic used by git and ripgrep: a NUL byte in the first block means binary."""
-    return b"\x00" in chunk
-
-
 def _check_file(ctx: ToolContext, path: Path, shown: str) -> None:
     if not path.exists():
         raise ToolError(f"File not found: {shown}")
@@ -74,7 +64,7 @@ def read_raw_text(ctx: ToolContext, path: Path, shown: str) -> str:
     """The file's text exactly as stored (line endings kept); refuses binary files."""
     _check_file(ctx, path, shown)
     data = path.read_bytes()
-    if looks_binary(data[:_SNIFF]):
+    if looks_binary(data):
         raise ToolError(f"{shown} is a binary file; only text files can be read as text")
     try:
         return data.decode("utf-8")
@@ -87,28 +77,15 @@ def read_text(ctx: ToolContext, path: Path, shown: str) -> str:
     if not is_notebook(path):
         return read_raw_text(ctx, path, shown)
     _check_file(ctx, path, shown)
-    st = path.stat()
-    key = (st.st_mtime_ns, st.st_size, st.st_ino)
-    cached = _views.get(path)
-    if cached is not None and cached[0] == key:
-        return cached[1]
-    view = notebook_view(read_notebook(read_raw_text(ctx, path, shown), shown))
-    with _views_lock:
-        _views[path] = (key, view)
-        while len(_views) > _VIEW_CACHE_SIZE:
-            _views.pop(next(iter(_views)))
-    return view
+    return view_of(path, stamp(path.stat()), lambda: read_raw_text(ctx, path, shown), shown)
 
 
-# Converting a notebook to its view costs milliseconds (nbformat + jupytext); agents re-read
-# the same notebooks often, so views are cached by the file's identity and change stamp.
-_VIEW_CACHE_SIZE = 128
-_views: dict[Path, tuple[tuple[int, int, int], str]] = {}
-_views_lock = threading.Lock()
+def atomic_write(path: Path, data: str | bytes) -> None:
+    """Write ``data`` (text as UTF-8) to ``path`` through a temporary file and a rename.
 
-
-def atomic_write(path: Path, data: str) -> None:
-    """Write ``data`` (UTF-8) to ``path`` through a temporary file and a rename."""
+    The file keeps its permission bits; a new one gets those the umask allows. This is the one
+    function that replaces files: project files reach it only through :func:`transaction`.
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
     try:
         mode = stat.S_IMODE(path.stat().st_mode)
@@ -116,8 +93,12 @@ def atomic_write(path: Path, data: str) -> None:
         mode = 0o666 & ~_UMASK
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
-            f.write(data)
+        if isinstance(data, bytes):
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+        else:
+            with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
+                f.write(data)
         os.chmod(tmp, mode)
         os.replace(tmp, path)
     except BaseException:
@@ -126,42 +107,140 @@ def atomic_write(path: Path, data: str) -> None:
         raise
 
 
-def write_text(
-    ctx: ToolContext, path: Path, shown: str, text: str, *, create: bool = False
-) -> bool:
-    """Store ``text`` as the file's new text view; False when nothing had to change.
-
-    For a notebook, ``text`` is percent-format: it is merged into the existing notebook (see
-    :func:`~jupyter_mcp.documents.notebook_view.apply_view`) or, with ``create``, becomes a new one.
-    The caller holds the file's lock.
-    """
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError as e:
-        # JSON may carry "\ud800"-style escapes that no UTF-8 file can hold.
-        raise ToolError(
-            f"Cannot write {shown}: the text has an unpaired surrogate U+{ord(text[e.start]):04X} "
-            f"at character {e.start}, which UTF-8 cannot encode; nothing was written"
-        ) from None
+def _guard(ctx: ToolContext, path: Path) -> None:
+    """Raise ToolError when ``path`` must not be written now (unsaved edits in JupyterLab)."""
     guard = ctx.services.before_file_write
     if guard is not None:
-        guard(path)  # the browser bridge refuses files with unsaved edits in JupyterLab
-    if is_notebook(path):
-        if create:
-            atomic_write(path, dump_notebook(new_notebook_from_view(text)))
-            return True
-        nb = read_notebook(read_raw_text(ctx, path, shown), shown)
-        updated = apply_view(nb, text)
-        if updated is None:
-            return False
-        atomic_write(path, dump_notebook(updated))
-        return True
-    if not create:
-        with contextlib.suppress(ToolError):
-            if read_raw_text(ctx, path, shown) == text:
+        guard(path)
+
+
+def _announce(ctx: ToolContext, path: Path) -> None:
+    """Tell whoever listens (the JupyterLab editor link) that ``path`` changed on disk."""
+    listener = ctx.services.on_file_written
+    if listener is not None:
+        listener(path)
+
+
+def notify_written(ctx: ToolContext, path: Path) -> None:
+    """Announce a file that something else than a transaction rewrote (a git checkout)."""
+    _announce(ctx, path)
+
+
+class Transaction:
+    """The files of one change, held locked; made by :func:`transaction`.
+
+    ``read`` and ``write`` see and store a file's text view, as the file tools do. Before the
+    first write of a file its unsaved-edit guard runs; a transaction over several files keeps
+    each file's original bytes, so a failure part way puts every written file back.
+    """
+
+    def __init__(self, ctx: ToolContext, paths: list[Path]) -> None:
+        self.ctx = ctx
+        #: The locked files, in lock order.
+        self.paths = paths
+        #: The files written so far, in order.
+        self.written: list[Path] = []
+        self._checked: set[Path] = set()
+        self._originals: dict[Path, bytes | None] = {}
+
+    def _require(self, path: Path) -> None:
+        if path not in self.paths:
+            raise RuntimeError(f"{path} is not part of this transaction")
+
+    def check_unsaved(self, path: Path | None = None) -> None:
+        """Refuse (ToolError) when ``path`` (default: every file) has unsaved edits."""
+        for item in self.paths if path is None else [path]:
+            self._require(item)
+            if item not in self._checked:
+                _guard(self.ctx, item)
+                self._checked.add(item)
+
+    def read(self, path: Path, shown: str) -> str:
+        """The text a tool sees: a notebook's percent-format view, any other file as stored."""
+        self._require(path)
+        return read_text(self.ctx, path, shown)
+
+    def write(self, path: Path, shown: str, text: str, *, create: bool = False) -> bool:
+        """Store ``text`` as the file's new text view; False when nothing had to change.
+
+        For a notebook, ``text`` is percent-format: it is merged into the existing notebook (see
+        :func:`~jupyter_mcp.documents.notebook_view.apply_view`) or, with ``create``, becomes a
+        new one.
+        """
+        self._require(path)
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as e:
+            # JSON may carry "\ud800"-style escapes that no UTF-8 file can hold.
+            raise ToolError(
+                f"Cannot write {shown}: the text has an unpaired surrogate "
+                f"U+{ord(text[e.start]):04X} at character {e.start}, which UTF-8 cannot encode; "
+                "nothing was written"
+            ) from None
+        self.check_unsaved(path)
+        if is_notebook(path):
+            if create:
+                self._store(path, dump_notebook(new_notebook_from_view(text)))
+                return True
+            _check_file(self.ctx, path, shown)
+            seen = stamp(path.stat())  # before the read: a later write shows
+            raw = read_raw_text(self.ctx, path, shown)
+            nb = read_notebook(raw, shown)
+            updated = apply_view(nb, text, view_of(path, seen, lambda: raw, shown))
+            if updated is None:
                 return False
-    atomic_write(path, text)
-    return True
+            self._store(path, dump_notebook(updated))
+            return True
+        if not create:
+            with contextlib.suppress(ToolError):
+                if read_raw_text(self.ctx, path, shown) == text:
+                    return False
+        self._store(path, text)
+        return True
+
+    def _store(self, path: Path, data: str | bytes | None) -> None:
+        """The one place a project file is replaced (``None``: removed, when rolling back)."""
+        if len(self.paths) > 1 and path not in self._originals:
+            try:
+                self._originals[path] = path.read_bytes()
+            except FileNotFoundError:
+                self._originals[path] = None
+        if data is None:
+            path.unlink(missing_ok=True)
+        else:
+            atomic_write(path, data)
+        if path not in self.written:
+            self.written.append(path)
+
+    def _roll_back(self) -> None:
+        for path in reversed(list(self.written)):
+            if path not in self._originals:
+                continue  # a transaction of one file: its write was the last step
+            self._store(path, self._originals[path])
+            self.written.remove(path)
+
+
+@contextlib.contextmanager
+def transaction(ctx: ToolContext, paths: Iterable[Path]) -> Iterator[Transaction]:
+    """Lock ``paths`` (real paths in the project) for one change of their files.
+
+    The locks are taken in sorted order, so two transactions over overlapping files never wait
+    on each other in a circle. When the block raises, files it wrote are put back; once the
+    locks are released, editors showing a written file are told to reload it.
+    """
+    tx = Transaction(ctx, sorted(set(paths), key=str))
+    try:
+        with contextlib.ExitStack() as stack:
+            for path in tx.paths:
+                stack.enter_context(ctx.locks(path))
+            try:
+                yield tx
+            except BaseException:
+                tx._roll_back()
+                raise
+    finally:
+        for path in tx.written:
+            _announce(ctx, path)
 
 
 @dataclass
@@ -173,33 +252,17 @@ class Edit:
     result: object = None
 
 
-@contextlib.contextmanager
-def locked(ctx: ToolContext, path: Path) -> Iterator[None]:
-    """Hold the lock of ``path`` for a read-modify-write."""
-    with ctx.locks(path):
-        yield
-
-
 def edit_text(
     ctx: ToolContext, path_in_project: str, change: Callable[[str], tuple[str, object]]
 ) -> Edit:
     """Read a file's text view, apply ``change`` (text → new text, extra result), write it back.
 
-    The whole read-modify-write holds the file's lock; ``change`` may raise ToolError, and
-    then nothing is written.
+    The whole read-modify-write is one :func:`transaction`; ``change`` may raise ToolError,
+    and then nothing is written.
     """
     path = ctx.resolve(path_in_project)
-    with locked(ctx, path):
-        text = read_text(ctx, path, path_in_project)
+    with transaction(ctx, [path]) as tx:
+        text = tx.read(path, path_in_project)
         new_text, extra = change(text)
-        changed = new_text != text and write_text(ctx, path, path_in_project, new_text)
-    if changed:
-        notify_written(ctx, path)
+        changed = new_text != text and tx.write(path, path_in_project, new_text)
     return Edit(path=path, changed=changed, result=extra)
-
-
-def notify_written(ctx: ToolContext, path: Path) -> None:
-    """Tell whoever listens (the browser bridge) that a tool changed ``path`` on disk."""
-    listener = ctx.services.on_file_written
-    if listener is not None:
-        listener(path)

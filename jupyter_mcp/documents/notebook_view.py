@@ -5,24 +5,48 @@ agent reads cells as ``# %%`` / ``# %% [markdown]`` blocks. Writing a view back 
 re-create the notebook from the text (a plain jupytext round trip adds metadata and reflows
 some sources); it matches the cells of the new text with those of the current view and only
 touches cells whose text changed, so outputs, ids and metadata of the others stay as they were.
+
+Rendering costs milliseconds (nbformat + jupytext) and agents re-read the same notebooks, so
+views are kept in one cache: a file's by its path and change stamp (:func:`view_of`), a
+notebook that is no file (a JupyterLab window's live cells) by its content
+(:func:`view_of_notebook`). jupytext and nbformat are imported where they are used: the
+code-analysis worker imports this module for the cell markers alone.
 """
 
 from __future__ import annotations
 
 import copy
 import difflib
-from typing import Any
-
-import jupytext
-import nbformat
-from nbformat import NotebookNode
+import hashlib
+import json
+import re
+import threading
+from collections.abc import Callable, Hashable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from ..core.errors import ToolError
+from .facts import Stamp
+
+if TYPE_CHECKING:
+    from nbformat import NotebookNode
+
+#: How a cell starts in the view (``# %%`` alone, with a title or ``[markdown]``).
+CELL_MARKER = "# %%"
+#: A magic or shell line as the view shows it (``# %time …``, ``# !ls``), not a cell marker.
+_MAGIC_LINE = re.compile(r"\s*# ?(!|%(?!%( |$))|%%\S)")
 
 _FILTERS = {"notebook_metadata_filter": "-all", "cell_metadata_filter": "-all"}
 
 
+def is_magic_line(line: str) -> bool:
+    """True for an IPython magic or shell line of a view, which jupytext shows commented."""
+    return _MAGIC_LINE.match(line) is not None
+
+
 def _for_view(nb: NotebookNode) -> NotebookNode:
+    from nbformat import NotebookNode
+
     shallow = copy.copy(nb)
     shallow.metadata = NotebookNode({**nb.metadata, "jupytext": dict(_FILTERS)})
     if not shallow.metadata.get("kernelspec") and not shallow.metadata.get("language_info"):
@@ -31,12 +55,16 @@ def _for_view(nb: NotebookNode) -> NotebookNode:
 
 
 def notebook_view(nb: NotebookNode) -> str:
-    """The percent-format text of ``nb``: cell sources only, no metadata header."""
+    """The percent-format text of ``nb``: cell sources only, no metadata header (uncached)."""
+    import jupytext
+
     return jupytext.writes(_for_view(nb), fmt=f"{_view_extension(nb)}:percent")
 
 
 def parse_view(text: str, like: NotebookNode | None = None) -> NotebookNode:
     """Parse percent-format text into a notebook (cells only)."""
+    import jupytext
+
     fmt = f"{_view_extension(like)}:percent" if like is not None else "py:percent"
     try:
         return jupytext.reads(text, fmt=fmt)
@@ -62,14 +90,16 @@ def _key(cell: Any) -> tuple[str, str]:
     return (cell.cell_type, cell.source)
 
 
-def apply_view(nb: NotebookNode, text: str) -> NotebookNode | None:
+def apply_view(nb: NotebookNode, text: str, old_text: str | None = None) -> NotebookNode | None:
     """A copy of ``nb`` whose cells follow ``text``; None when ``text`` is its current view.
 
     Cells whose text did not change are kept verbatim (source, outputs, id, metadata, execution
     count). A changed cell keeps its id, metadata and outputs, as when a user edits it in
     JupyterLab. New cells get fresh ids; cells missing from the text are removed.
+    ``old_text`` is ``nb``'s view when the caller has it.
     """
-    old_text = notebook_view(nb)
+    if old_text is None:
+        old_text = notebook_view(nb)
     if text == old_text:
         return None
     old_view_cells = parse_view(old_text, nb).cells
@@ -116,6 +146,8 @@ def apply_view(nb: NotebookNode, text: str) -> NotebookNode | None:
 
 
 def _new_cell(cell_type: str, source: str, nb: NotebookNode) -> NotebookNode:
+    import nbformat
+
     maker = {
         "code": nbformat.v4.new_code_cell,
         "markdown": nbformat.v4.new_markdown_cell,
@@ -129,6 +161,8 @@ def _new_cell(cell_type: str, source: str, nb: NotebookNode) -> NotebookNode:
 
 def new_notebook_from_view(text: str) -> NotebookNode:
     """A new notebook (Python 3 kernel) whose cells are those of the percent-format ``text``."""
+    import nbformat
+
     parsed = parse_view(text)
     nb = nbformat.v4.new_notebook()
     nb.metadata["kernelspec"] = {
@@ -141,8 +175,39 @@ def new_notebook_from_view(text: str) -> NotebookNode:
     return nb
 
 
+def notebook_from_cells(cells: Any, metadata: Any) -> NotebookNode:
+    """A notebook made of the cells a JupyterLab window sent (type, source, id, metadata; no
+    outputs)."""
+    import nbformat
+
+    if not isinstance(cells, list):
+        raise ToolError("The JupyterLab window sent a malformed notebook (no cells)")
+    nb = nbformat.v4.new_notebook()
+    nb.metadata = nbformat.from_dict(metadata if isinstance(metadata, dict) else {})
+    for raw in cells:
+        if not isinstance(raw, dict) or raw.get("cell_type") not in ("code", "markdown", "raw"):
+            raise ToolError("The JupyterLab window sent a malformed notebook cell")
+        source = raw.get("source", "")
+        if isinstance(source, list):
+            source = "".join(source)
+        maker = {
+            "code": nbformat.v4.new_code_cell,
+            "markdown": nbformat.v4.new_markdown_cell,
+            "raw": nbformat.v4.new_raw_cell,
+        }[raw["cell_type"]]
+        cell = maker(str(source))
+        if isinstance(raw.get("id"), str) and raw["id"]:
+            cell.id = raw["id"]
+        if isinstance(raw.get("metadata"), dict):
+            cell.metadata = nbformat.from_dict(raw["metadata"])
+        nb.cells.append(cell)
+    return nb
+
+
 def read_notebook(raw: str, name: str) -> NotebookNode:
     """Parse notebook JSON with a clear error when it is not a notebook."""
+    import nbformat
+
     try:
         return nbformat.reads(raw, as_version=4)
     except Exception as e:
@@ -151,4 +216,96 @@ def read_notebook(raw: str, name: str) -> NotebookNode:
 
 def dump_notebook(nb: NotebookNode) -> str:
     """Serialise a notebook as Jupyter writes it."""
+    import nbformat
+
     return nbformat.writes(nb, version=nbformat.NO_CONVERT)
+
+
+# --------------------------------------------------------------------------------------------
+# The one cache of views
+
+_CACHE_SIZE = 128
+#: key → (version, view): one entry per file (its latest stamp) or per notebook content.
+_views: dict[Hashable, tuple[Hashable, str]] = {}
+_views_lock = threading.Lock()
+
+
+def _cached(key: Hashable, version: Hashable, render: Callable[[], str]) -> str:
+    with _views_lock:
+        found = _views.get(key)
+    if found is not None and found[0] == version:
+        return found[1]
+    view = render()
+    with _views_lock:
+        _views[key] = (version, view)
+        while len(_views) > _CACHE_SIZE:
+            _views.pop(next(iter(_views)))
+    return view
+
+
+def view_of(path: Path, stamp: Stamp, load: Callable[[], str], shown: str) -> str:
+    """The view of the notebook file at ``path`` whose change stamp is ``stamp``.
+
+    ``load`` returns the file's JSON text (it is called only when the view is not cached);
+    a ToolError when it is not a notebook.
+    """
+    return _cached(path, stamp, lambda: notebook_view(read_notebook(load(), shown)))
+
+
+def view_of_notebook(nb: NotebookNode) -> str:
+    """The view of a notebook that is no file on disk (a window's cells), cached by content."""
+    key = hashlib.sha256(
+        json.dumps([nb.metadata, nb.cells], sort_keys=True, default=str).encode()
+    ).hexdigest()
+    return _cached(key, None, lambda: notebook_view(nb))
+
+
+def view_of_json(raw: str, shown: str) -> str:
+    """The view of notebook JSON that is no current file (a blob of a commit); uncached."""
+    return notebook_view(read_notebook(raw, shown))
+
+
+# --------------------------------------------------------------------------------------------
+# Cells and view lines
+
+
+def cell_marker_lines(nb: NotebookNode, view: str | None = None) -> list[int] | None:
+    """The 1-based view line of each cell's marker; None when they do not map 1:1.
+
+    ``view`` is the notebook's view when the caller has it (else it is rendered, cached).
+    """
+    lines = (view if view is not None else view_of_notebook(nb)).splitlines()
+    markers = [i + 1 for i, text in enumerate(lines) if text.startswith(CELL_MARKER)]
+    return markers if len(markers) == len(nb.cells) else None
+
+
+def view_lines_by_cell(
+    nb: NotebookNode, lines: set[int], view: str | None = None
+) -> list[dict[str, Any]]:
+    """``[{"id", "lines"}]``: the view ``lines`` as lines inside each cell (1-based)."""
+    markers = cell_marker_lines(nb, view)
+    if markers is None:
+        return []
+    cells = []
+    for index, cell in enumerate(nb.cells):
+        first = markers[index] + 1
+        count = len(cell.source.splitlines())
+        inside = sorted(line - first + 1 for line in lines if first <= line < first + count)
+        if inside:
+            cells.append({"id": cell.get("id"), "lines": inside})
+    return cells
+
+
+def view_lines_of_cells(
+    nb: NotebookNode, cells: dict[str, list[int]], view: str | None = None
+) -> set[int] | None:
+    """The view lines of lines given per cell id (lines inside the cell, 1-based)."""
+    markers = cell_marker_lines(nb, view)
+    if markers is None:
+        return None
+    found: set[int] = set()
+    for index, cell in enumerate(nb.cells):
+        for line in cells.get(cell.get("id"), []):
+            if isinstance(line, int) and line >= 1:
+                found.add(markers[index] + line)
+    return found

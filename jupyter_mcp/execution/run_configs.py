@@ -41,6 +41,7 @@ import json5
 
 from ..core.errors import ToolError
 from ..core.paths import is_inside
+from ..documents.facts import NOTEBOOK_SUFFIX, is_notebook
 from ..kernels.execute import connected_client, execute, kernel_name_for
 from ..project.walk import iter_project_files
 from .output import OutputBuffer, plain_text
@@ -299,9 +300,9 @@ def _scan_project(root: Path) -> tuple[list[Path], bool]:
     files, VCS, tool and dependency folders and links leading outside the root left out)."""
     notebooks: list[Path] = []
     test_files = False
-    for found in iter_project_files(root, (".ipynb", ".py"), skip_tool_dirs=True):
+    for found in iter_project_files(root, (NOTEBOOK_SUFFIX, ".py"), skip_tool_dirs=True):
         path, name = found.path, found.path.name
-        if name.endswith(".ipynb"):
+        if is_notebook(name):
             notebooks.append(path)
         elif name.endswith(".py") and (name.startswith("test_") or name.endswith("_test.py")):
             test_files = True

@@ -29,7 +29,8 @@ from typing import Any
 
 from ..core.errors import ToolError
 from ..core.paths import check_os_limits, is_inside
-from ..documents.notebook_view import notebook_view, read_notebook
+from ..documents.facts import is_notebook, looks_binary
+from ..documents.notebook_view import view_of_json
 
 try:
     import git
@@ -571,7 +572,7 @@ class GitProject:
         old = self.resolve_commit(commit1, "commit1")
         new = self.resolve_commit(commit2, "commit2") if commit2 is not None else None
         shown = self.project_path(path) or path
-        if path.lower().endswith(".ipynb"):
+        if is_notebook(path):
             old_blob = self._blob(old, path)
             new_blob = self._blob(new, path) if new else _read_file(self.worktree / path)
             self._require_somewhere(old_blob, new_blob, path_in_project, commit1, commit2)
@@ -1043,7 +1044,7 @@ def _read_file(path: Path) -> bytes | None:
 def _text_or_none(data: bytes | None) -> str | None:
     if data is None:
         return None
-    if b"\x00" in data[:8192]:
+    if looks_binary(data):
         raise _Binary
     return data.decode("utf-8", "replace")
 
@@ -1074,7 +1075,7 @@ def _notebook_text(data: bytes | None, shown: str) -> str | None | bool:
     if data is None:
         return None
     try:
-        return notebook_view(read_notebook(data.decode("utf-8"), shown))
+        return view_of_json(data.decode("utf-8"), shown)
     except (UnicodeDecodeError, ToolError):
         return False
 

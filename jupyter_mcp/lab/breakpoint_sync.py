@@ -11,62 +11,39 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from ..core.context import ToolContext
 from ..core.errors import ToolError
-from ..documents.files import is_notebook, read_raw_text
-from ..documents.notebook_view import notebook_view, read_notebook
-
-if TYPE_CHECKING:
-    from .editor import EditorBridge
+from ..core.paths import is_inside, relative_path
+from ..documents.facts import is_notebook, stamp
+from ..documents.files import read_raw_text
+from ..documents.notebook_view import (
+    notebook_from_cells,
+    read_notebook,
+    view_lines_by_cell,
+    view_lines_of_cells,
+    view_of,
+)
 
 log = logging.getLogger("jupyter_mcp")
 
-HEADER = "# %%"
-
-
-def cell_header_lines(nb: Any) -> list[int] | None:
-    """The 1-based view line of each cell's ``# %%`` header; None when they do not map 1:1."""
-    lines = notebook_view(nb).splitlines()
-    headers = [i + 1 for i, text in enumerate(lines) if text.startswith(HEADER)]
-    return headers if len(headers) == len(nb.cells) else None
-
-
-def view_lines_by_cell(nb: Any, lines: set[int]) -> list[dict[str, Any]]:
-    """``[{"id", "lines"}]``: the view ``lines`` as lines inside each cell (1-based)."""
-    headers = cell_header_lines(nb)
-    if headers is None:
-        return []
-    cells = []
-    for index, cell in enumerate(nb.cells):
-        first = headers[index] + 1
-        count = len(cell.source.splitlines())
-        inside = sorted(line - first + 1 for line in lines if first <= line < first + count)
-        if inside:
-            cells.append({"id": cell.get("id"), "lines": inside})
-    return cells
-
-
-def view_lines_of_cells(nb: Any, cells: dict[str, list[int]]) -> set[int] | None:
-    """The view lines of breakpoints given per cell id (lines inside the cell)."""
-    headers = cell_header_lines(nb)
-    if headers is None:
-        return None
-    found: set[int] = set()
-    for index, cell in enumerate(nb.cells):
-        for line in cells.get(cell.get("id"), []):
-            if isinstance(line, int) and line >= 1:
-                found.add(headers[index] + line)
-    return found
-
 
 class BreakpointSync:
-    """Keeps the store and the windows' debuggers in agreement."""
+    """Keeps the store and the windows' debuggers in agreement.
 
-    def __init__(self, bridge: EditorBridge, store: Any) -> None:
-        self.bridge = bridge
+    ``broadcast`` sends a message to every connected window (the editor link's own); the sync
+    knows nothing else of the link, which owns it.
+    """
+
+    def __init__(
+        self, ctx: ToolContext, store: Any, broadcast: Callable[[dict[str, Any]], None]
+    ) -> None:
+        self.ctx = ctx
         self.store = store
+        self.broadcast = broadcast
         self._unsubscribe = store.subscribe(self._changed)
         self._tasks: set[asyncio.Task[None]] = set()
 
@@ -81,36 +58,38 @@ class BreakpointSync:
 
     def snapshot(self) -> list[dict[str, Any]]:
         """Every file with breakpoints: project path, lines and, for notebooks, cell lines."""
-        root = self.bridge.ctx.root_dir
+        root = self.ctx.root_dir
         by_path: dict[str, set[int]] = {}
         for entry in self.store.list():
             by_path.setdefault(entry["path"], set()).add(entry["line"])
         files = []
         for absolute, lines in sorted(by_path.items()):
             path = Path(absolute)
-            try:
-                relative = path.relative_to(root).as_posix()
-            except ValueError:
+            if not is_inside(root, path):
                 continue
+            relative = relative_path(root, path)
             item: dict[str, Any] = {"path": relative, "lines": sorted(lines)}
             if is_notebook(path):
                 try:
-                    nb = read_notebook(read_raw_text(self.bridge.ctx, path, relative), relative)
+                    item["cells"] = self._cell_lines(path, relative, lines)
                 except (ToolError, OSError):
                     continue
-                item["cells"] = view_lines_by_cell(nb, lines)
             files.append(item)
         return files
 
+    def _cell_lines(self, path: Path, relative: str, lines: set[int]) -> list[dict[str, Any]]:
+        seen = stamp(path.stat())  # before the read: a later write shows
+        raw = read_raw_text(self.ctx, path, relative)
+        view = view_of(path, seen, lambda: raw, relative)
+        return view_lines_by_cell(read_notebook(raw, relative), lines, view)
+
     def apply(self, message: dict[str, Any]) -> None:
         """Make the store hold exactly the breakpoints a window's debugger shows for a file."""
-        from .editor import notebook_from_cells
-
         relative = message.get("path")
         if not isinstance(relative, str):
             return
         try:
-            path = self.bridge.ctx.resolve(relative)
+            path = self.ctx.resolve(relative)
         except ToolError:
             return
         if message.get("kind") == "notebook":
@@ -147,7 +126,7 @@ class BreakpointSync:
             if window is not None:
                 window.send(message)
             else:
-                self.bridge.broadcast(message)
+                self.broadcast(message)
 
         self._spawn(send())
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import hashlib
 import itertools
 import json
 import os
@@ -29,10 +28,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import nbformat
-
 from ..core.errors import ToolError
-from ..documents.notebook_view import notebook_view
+from ..documents.notebook_view import notebook_from_cells, view_of_notebook
+from .breakpoint_sync import BreakpointSync
 from .protocol import WindowRequests, check_params
 
 if TYPE_CHECKING:
@@ -102,8 +100,7 @@ class EditorBridge:
         self._ids = itertools.count(1)
         self._loop: asyncio.AbstractEventLoop | None = None
         self.activity: deque[dict[str, Any]] = deque(maxlen=history)
-        self._breakpoints: Any = None
-        self._last_view: tuple[str, str] | None = None
+        self._breakpoints: BreakpointSync | None = None
 
     # -- wiring ----------------------------------------------------------------------------
 
@@ -153,12 +150,12 @@ class EditorBridge:
             sync.push(window)
         return window
 
-    def _breakpoint_sync(self) -> Any:
+    def _breakpoint_sync(self) -> BreakpointSync:
         # The breakpoint store is another service; follow it from the first window (on the loop).
         if self._breakpoints is None:
-            from .breakpoint_sync import BreakpointSync
-
-            self._breakpoints = BreakpointSync(self, self.ctx.services.breakpoints)
+            self._breakpoints = BreakpointSync(
+                self.ctx, self.ctx.services.breakpoints, self.broadcast
+            )
         return self._breakpoints
 
     def disconnect(self, window_id: str, send: Send | None = None) -> None:
@@ -361,25 +358,12 @@ class EditorBridge:
             raise ToolError("The JupyterLab window sent a malformed answer (no path)")
         if answer.get("type") == "notebook":
             nb = notebook_from_cells(answer.get("cells"), answer.get("metadata"))
-            text = await asyncio.to_thread(self._cached_view, nb)
+            text = await asyncio.to_thread(view_of_notebook, nb)
             return {"path": path, "type": "notebook", "text": text, "notebook": nb}
         text = answer.get("text")
         if not isinstance(text, str):
             raise ToolError("The JupyterLab window sent a malformed answer (no text)")
         return {"path": path, "type": "file", "text": text}
-
-    def _cached_view(self, nb: nbformat.NotebookNode) -> str:
-        # Rendering the view (jupytext) is most of a notebook read; agents often read the same
-        # unchanged notebook again, so keep the last view by the cells' content.
-        key = hashlib.sha256(
-            json.dumps([nb.metadata, nb.cells], sort_keys=True, default=str).encode()
-        ).hexdigest()
-        cached = self._last_view
-        if cached is not None and cached[0] == key:
-            return cached[1]
-        text = notebook_view(nb)
-        self._last_view = (key, text)
-        return text
 
     async def approve(self, tool: Tool, arguments: dict[str, Any]) -> bool:
         """Show an approval dialog for a call in the current window; True when approved."""
@@ -439,29 +423,3 @@ def summarize_arguments(arguments: dict[str, Any], *, limit: int) -> str:
             text = text[: limit - 1] + "…"
         parts.append(f"{key}={text}")
     return ", ".join(parts)
-
-
-def notebook_from_cells(cells: Any, metadata: Any) -> nbformat.NotebookNode:
-    """A notebook made of the cells a window sent (type, source, id, metadata; no outputs)."""
-    if not isinstance(cells, list):
-        raise ToolError("The JupyterLab window sent a malformed notebook (no cells)")
-    nb = nbformat.v4.new_notebook()
-    nb.metadata = nbformat.from_dict(metadata if isinstance(metadata, dict) else {})
-    for raw in cells:
-        if not isinstance(raw, dict) or raw.get("cell_type") not in ("code", "markdown", "raw"):
-            raise ToolError("The JupyterLab window sent a malformed notebook cell")
-        source = raw.get("source", "")
-        if isinstance(source, list):
-            source = "".join(source)
-        maker = {
-            "code": nbformat.v4.new_code_cell,
-            "markdown": nbformat.v4.new_markdown_cell,
-            "raw": nbformat.v4.new_raw_cell,
-        }[raw["cell_type"]]
-        cell = maker(str(source))
-        if isinstance(raw.get("id"), str) and raw["id"]:
-            cell.id = raw["id"]
-        if isinstance(raw.get("metadata"), dict):
-            cell.metadata = nbformat.from_dict(raw["metadata"])
-        nb.cells.append(cell)
-    return nb

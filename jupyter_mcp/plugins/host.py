@@ -137,12 +137,8 @@ class PluginContext:
             raise ToolError(f"Not a file path: {path!r}")
         if not target.parent.is_dir():
             raise ToolError(f"Folder not found for {path}: create {ctx.relative(target.parent)}")
-        with ctx.locks(target):
-            create = not target.exists()
-            changed = documents.write_text(ctx, target, path, text, create=create)
-        if changed:
-            documents.notify_written(ctx, target)
-        return changed
+        with documents.transaction(ctx, [target]) as tx:
+            return tx.write(target, path, text, create=not target.exists())
 
     def edit_text(self, path: str, change: Callable[[str], str]) -> bool:
         """Replace the text of an existing ``path`` by ``change(text)``, under the file's lock.

@@ -27,6 +27,8 @@ from typing import NamedTuple
 
 import pathspec
 
+from ..core.paths import is_inside
+
 #: Folders never walked: version control data and Jupyter's checkpoint copies.
 SKIPPED_DIRS = frozenset({".git", ".hg", ".svn", ".bzr", "_darcs", ".jj", ".ipynb_checkpoints"})
 #: Folders of tools and dependencies, skipped with ``skip_tool_dirs`` (hidden folders too).
@@ -174,12 +176,6 @@ class ProjectFile(NamedTuple):
     link: bool
 
 
-def inside(root: Path, target: str) -> bool:
-    """Whether the real path ``target`` is ``root`` (a real path) or below it."""
-    root_text = str(root)
-    return target == root_text or target.startswith(root_text.rstrip(os.sep) + os.sep)
-
-
 def is_tool_dir(name: str, names: Iterable[str] = ()) -> bool:
     """Whether the folder called ``name`` (holding ``names``, when listed) holds tools' or
     dependencies' files rather than project code."""
@@ -209,7 +205,7 @@ def classify(
             return Member(True, False, None)
         if item.is_symlink():
             target = os.path.realpath(item.path)
-            if not inside(root, target) or not os.path.isfile(target):
+            if not is_inside(root, Path(target)) or not os.path.isfile(target):
                 return None  # links out of the root, dangling links and folder links
             link = True
             st = os.stat(target)

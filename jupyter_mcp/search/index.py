@@ -26,6 +26,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..core.errors import ToolError
+from ..documents.facts import Stamp, is_notebook, looks_binary, stamp_of
+from ..documents.facts import stamp as file_stamp
+from ..documents.notebook_view import view_of, view_of_json
 from ..project.walk import (
     IGNORE_FILE,
     IgnoreRules,
@@ -35,7 +38,6 @@ from ..project.walk import (
     root_rules,
 )
 
-_SNIFF = 8192
 #: Default budget of the in-memory text cache (``JupyterMCP.search_cache_bytes``), counted in
 #: characters of cached text (a character of ASCII text is a byte of the file).
 DEFAULT_CACHE_BYTES = 256 * 1024 * 1024
@@ -47,14 +49,6 @@ FOLD_SPECIALS = "ſıİ"
 _RACY_NS = 50_000_000
 
 log = logging.getLogger("jupyter_mcp.search")
-
-
-def _stamp_of(path: str) -> tuple[int, int, int] | None:
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    return (st.st_mtime_ns, st.st_size, st.st_ino)
 
 
 # --------------------------------------------------------------------------- inotify
@@ -197,7 +191,7 @@ class ProjectIndex:
         with self._lock:
             # A few stats: the repository around the root may appear, or its rules change.
             outer = outer_rule_files(self.root)
-            outer_stamps = [_stamp_of(p) for p, _ in outer]
+            outer_stamps = [stamp_of(p) for p, _ in outer]
             if self._top is None or outer != self._outer or outer_stamps != self._outer_stamps:
                 self._build()
             elif self._inotify is not None:
@@ -205,11 +199,11 @@ class ProjectIndex:
             else:
                 self._poll(self._top)
             for entry in list(self._links):
-                stamp = _stamp_of(entry.path)
+                stamp = stamp_of(entry.path)
                 if stamp != entry.stamp:
                     self._invalidate(entry, stamp)
             for entry in list(self._racy):
-                self._invalidate(entry, _stamp_of(entry.path))
+                self._invalidate(entry, stamp_of(entry.path))
             for entry in list(self._unloaded):
                 self._load(entry)
 
@@ -233,9 +227,7 @@ class ProjectIndex:
         found = []
         for entry, text in texts:
             if text is None:  # over the cache budget: read from disk each time
-                text = read_searchable(entry.path, entry.name, entry.stamp[1], self.max_file_bytes)[
-                    1
-                ]
+                text = read_searchable(entry.path, entry.name, entry.stamp, self.max_file_bytes)[1]
                 if text is None:
                     continue
             found.append((entry, text))
@@ -288,7 +280,7 @@ class ProjectIndex:
             except OSError as e:
                 log.info("search index: no file events (%s); using stat checks", e)
         self._outer = outer_rule_files(self.root)
-        self._outer_stamps = [_stamp_of(p) for p, _ in self._outer]
+        self._outer_stamps = [stamp_of(p) for p, _ in self._outer]
         rules = root_rules(self._outer)
         self._links.clear()
         self._racy.clear()
@@ -322,7 +314,7 @@ class ProjectIndex:
         if node.wd is None:
             self._watch(node)
         ignore_path = os.path.join(node.path, IGNORE_FILE)
-        ignore_stamp = _stamp_of(ignore_path)
+        ignore_stamp = stamp_of(ignore_path)
         rules_changed = ignore_stamp != node.ignore_stamp
         if rules_changed:
             node.ignore_stamp = ignore_stamp
@@ -357,7 +349,7 @@ class ProjectIndex:
             link, st = member.link, member.stat
             assert st is not None
             seen_files.add(name)
-            stamp = (st.st_mtime_ns, st.st_size, st.st_ino)
+            stamp = file_stamp(st)
             entry = node.files.get(name)
             if entry is None:
                 old = previous.get(rel) if previous else None
@@ -480,13 +472,13 @@ class ProjectIndex:
             mtime = os.stat(node.path).st_mtime_ns
         except OSError:
             mtime = -1
-        if mtime != node.mtime_ns or _stamp_of(os.path.join(node.path, IGNORE_FILE)) != (
+        if mtime != node.mtime_ns or stamp_of(os.path.join(node.path, IGNORE_FILE)) != (
             node.ignore_stamp
         ):
             self._scan(node)
         else:
             for entry in list(node.files.values()):
-                stamp = _stamp_of(entry.path)
+                stamp = stamp_of(entry.path)
                 if stamp is None:
                     self._scan(node)
                     break
@@ -501,9 +493,7 @@ class ProjectIndex:
     def _load(self, entry: FileEntry) -> None:
         self._unloaded.discard(entry)
         started = time.time_ns()
-        entry.kind, text = read_searchable(
-            entry.path, entry.name, entry.stamp[1], self.max_file_bytes
-        )
+        entry.kind, text = read_searchable(entry.path, entry.name, entry.stamp, self.max_file_bytes)
         if text is None:
             return
         if entry.stamp[0] + _RACY_NS > started:
@@ -524,15 +514,15 @@ class ProjectIndex:
             stack.extend(current.dirs.values())
 
 
-def read_searchable(path: str, name: str, size: int, max_bytes: int) -> tuple[str, str | None]:
+def read_searchable(path: str, name: str, stamp: Stamp, max_bytes: int) -> tuple[str, str | None]:
     """``(kind, text)`` of a file as search sees it; ``text`` is None unless kind is "text".
 
-    kind is "large" over ``max_bytes``, "binary" with a NUL byte in the first block,
-    "unreadable" when it cannot be opened, else "text": the file decoded as UTF-8 (invalid
-    bytes replaced), or for a notebook its percent-format view (the raw text if it is not a
-    valid notebook).
+    ``stamp`` is the file's change stamp as the walk saw it. kind is "large" over
+    ``max_bytes``, "binary" with a NUL byte in the first block, "unreadable" when it cannot be
+    opened, else "text": the file decoded as UTF-8 (invalid bytes replaced), or for a notebook
+    its percent-format view (the raw text if it is not a valid notebook).
     """
-    if size > max_bytes:
+    if stamp[1] > max_bytes:
         return "large", None
     try:
         with open(path, "rb") as f:
@@ -541,13 +531,13 @@ def read_searchable(path: str, name: str, size: int, max_bytes: int) -> tuple[st
         return "unreadable", None
     if len(data) > max_bytes:
         return "large", None
-    if b"\x00" in data[:_SNIFF]:  # as git and ripgrep decide
+    if looks_binary(data):
         return "binary", None
-    text = data.decode("utf-8", "replace")
-    if name.lower().endswith(".ipynb"):
-        # Imported here: jupytext is slow to import and only notebooks need it.
-        from ..documents.notebook_view import notebook_view, read_notebook
-
-        with contextlib.suppress(ToolError):
-            text = notebook_view(read_notebook(text, name))
-    return "text", text
+    raw = data.decode("utf-8", "replace")
+    if not is_notebook(name):
+        return "text", raw
+    with contextlib.suppress(ToolError):
+        if "\ufffd" in raw:  # maybe not the text the file tools read: keep it out of the cache
+            return "text", view_of_json(raw, name)
+        return "text", view_of(Path(path), stamp, lambda: raw, name)
+    return "text", raw

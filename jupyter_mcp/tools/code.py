@@ -14,7 +14,6 @@ from ..code.engine import REFACTOR_TYPES, Source, check_identifier, check_positi
 from ..core.context import ToolContext
 from ..core.errors import ToolError
 from ..core.registry import ToolSet
-from ..documents.files import notify_written
 
 tools = ToolSet()
 
@@ -164,7 +163,7 @@ def refactor_code_at_location(
     if not changes:
         raise ToolError(f"{refactorType} at line {line}, character {character} changes nothing")
     try:
-        apply_changes(ctx, changes, lambda path: notify_written(ctx, path))
+        apply_changes(ctx, changes)
     finally:
         intel.forget(list(changes))  # written (or restored): send them again
     changed = sorted(shown for shown, _, _ in changes.values())

@@ -13,8 +13,9 @@ from typing import Any
 
 from ..core.context import ToolContext
 from ..core.errors import ToolError
+from ..core.paths import is_inside
 from ..core.registry import ToolSet
-from ..documents.files import edit_text, locked, notify_written, read_text, write_text
+from ..documents.files import edit_text, read_text, transaction
 
 tools = ToolSet()
 
@@ -65,15 +66,13 @@ def rewrite_file_content(ctx: ToolContext, pathInProject: str, text: str) -> dic
     """Replace the file's text view with ``text``."""
     started = time.perf_counter()
     path = ctx.resolve(pathInProject)
-    with locked(ctx, path):
+    with transaction(ctx, [path]) as tx:
         if not path.exists():
             raise ToolError(
                 f"File not found: {pathInProject} (use create_new_file_with_text to create it)"
             )
-        read_text(ctx, path, pathInProject)  # refuses directories, binary and oversized files
-        changed = write_text(ctx, path, pathInProject, text)
-    if changed:
-        notify_written(ctx, path)
+        tx.read(path, pathInProject)  # refuses directories, binary and oversized files
+        tx.write(path, pathInProject, text)
     return {
         **_where(ctx, path),
         "size": path.stat().st_size,
@@ -97,7 +96,7 @@ def create_new_file_with_text(ctx: ToolContext, pathInProject: str, text: str) -
     path = ctx.resolve(pathInProject)
     if path == ctx.root_dir or pathInProject.rstrip().endswith(("/", "\\")):
         raise ToolError(f"Not a file path: {pathInProject!r}")
-    with locked(ctx, path):
+    with transaction(ctx, [path]) as tx:
         if path.exists() or path.is_symlink():
             raise ToolError(f"File already exists: {pathInProject}")
         for parent in path.parents:
@@ -105,8 +104,7 @@ def create_new_file_with_text(ctx: ToolContext, pathInProject: str, text: str) -
                 if not parent.is_dir():
                     raise ToolError(f"{ctx.relative(parent)} is a file, not a folder")
                 break
-        write_text(ctx, path, pathInProject, text, create=True)
-    notify_written(ctx, path)
+        tx.write(path, pathInProject, text, create=True)
     return {**_where(ctx, path), "operationTimeMs": _elapsed_ms(started)}
 
 
@@ -136,21 +134,13 @@ def list_files_in_folder(ctx: ToolContext, pathInProject: str) -> list[dict[str,
     with os.scandir(folder) as it:
         for entry in it:
             target = Path(os.path.realpath(entry.path))
-            if not _inside(ctx, target):
+            if not is_inside(ctx.root_dir, target):
                 continue  # a link out of the project is not part of it
             kind = "directory" if target.is_dir() else "file"
             entries.append(
                 {"name": entry.name, "type": kind, "path": ctx.relative(folder / entry.name)}
             )
     return sorted(entries, key=lambda e: e["name"])
-
-
-def _inside(ctx: ToolContext, path: Path) -> bool:
-    try:
-        path.relative_to(ctx.root_dir)
-    except ValueError:
-        return False
-    return True
 
 
 def _split_lines(text: str) -> list[str]:

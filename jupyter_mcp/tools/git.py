@@ -18,7 +18,7 @@ from typing import Any
 from ..core.context import ToolContext
 from ..core.errors import ToolError
 from ..core.registry import ToolSet
-from ..documents.files import notify_written
+from ..documents.files import notify_written, transaction
 from ..git.repo import GitProject, open_repository
 
 tools = ToolSet()
@@ -37,9 +37,9 @@ def _protect_files(ctx: ToolContext, paths: list[Path]) -> Iterator[None]:
 
     A branch switch, pull or merge calls this with the files it is about to rewrite, before
     touching any: an editor with unsaved changes would otherwise skip the reload and its next
-    save would silently put the old version back. The locks (taken in sorted order, as
-    :func:`~jupyter_mcp.code.client.apply_changes` does) keep file tools from writing one of
-    them while git does.
+    save would silently put the old version back. The locks of the
+    :func:`~jupyter_mcp.documents.files.transaction` keep file tools from writing one of them
+    while git does; git itself writes the files, and :func:`_with_repo` announces them.
     """
     resolved: set[Path] = set()
     for path in paths:
@@ -47,18 +47,13 @@ def _protect_files(ctx: ToolContext, paths: list[Path]) -> Iterator[None]:
             resolved.add(ctx.resolve(str(path)))
         except ToolError:
             continue  # a link that leads outside the root: not a file the tools edit
-    with contextlib.ExitStack() as stack:
-        for path in sorted(resolved, key=str):
-            stack.enter_context(ctx.locks(path))
-        guard = ctx.services.before_file_write
-        if guard is not None:
-            for path in sorted(resolved, key=str):
-                try:
-                    guard(path)
-                except ToolError as e:
-                    raise ToolError(
-                        f"{e.message}. The git operation would rewrite it, so nothing was changed"
-                    ) from e
+    with transaction(ctx, resolved) as tx:
+        try:
+            tx.check_unsaved()
+        except ToolError as e:
+            raise ToolError(
+                f"{e.message}. The git operation would rewrite it, so nothing was changed"
+            ) from e
         yield
 
 

@@ -654,18 +654,18 @@ async def test_rename_refuses_a_name_taken_where_it_is_imported(shop: Path, fail
 
 async def test_a_failed_write_restores_every_file(shop: Path, fails, monkeypatch) -> None:
     # Given a disk that fails on the second file of a rename
-    from jupyter_mcp.code import client as code_client
+    from jupyter_mcp.documents.files import Transaction
 
-    real_write = code_client.write_text
+    real_write = Transaction.write
     calls: list[str] = []
 
-    def flaky(ctx: Any, path: Path, shown: str, text: str, **kw: Any) -> bool:
+    def flaky(tx: Transaction, path: Path, shown: str, text: str, **kw: Any) -> bool:
         calls.append(shown)
         if len(calls) == 2:
             raise OSError("disk full")
-        return real_write(ctx, path, shown, text, **kw)
+        return real_write(tx, path, shown, text, **kw)
 
-    monkeypatch.setattr(code_client, "write_text", flaky)
+    monkeypatch.setattr(Transaction, "write", flaky)
     before = _snapshot(shop)
     line, character = _find(shop, "shop/util.py", "fmt_price")
 
@@ -1029,7 +1029,6 @@ def test_changes_are_written_to_the_real_file_behind_a_link(shop: Path, mcp_app:
         apply_changes(
             ctx,
             {shop / "util_link.py": ("util_link.py", UTIL, UTIL + "\nX = 1\n")},
-            lambda path: None,
         )
         assert locked == [util]
         assert (shop / "util_link.py").is_symlink()
@@ -1043,7 +1042,6 @@ def test_changes_are_written_to_the_real_file_behind_a_link(shop: Path, mcp_app:
                     util: ("shop/util.py", UTIL + "\nX = 1\n", UTIL),
                     shop / "out_link.py": ("out_link.py", UTIL, UTIL + "\nY = 2\n"),
                 },
-                lambda path: None,
             )
         assert util.read_text() == UTIL + "\nX = 1\n"
         assert outside.read_text() == UTIL and (shop / "out_link.py").is_symlink()

@@ -472,8 +472,11 @@ def _two_cell_notebook() -> nbformat.NotebookNode:
 
 
 def test_view_lines_map_to_cell_lines_and_back() -> None:
-    from jupyter_mcp.documents.notebook_view import notebook_view
-    from jupyter_mcp.lab.breakpoint_sync import view_lines_by_cell, view_lines_of_cells
+    from jupyter_mcp.documents.notebook_view import (
+        notebook_view,
+        view_lines_by_cell,
+        view_lines_of_cells,
+    )
 
     nb = _two_cell_notebook()
     view = notebook_view(nb).splitlines()
