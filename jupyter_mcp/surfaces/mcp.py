@@ -36,10 +36,10 @@ from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from .. import __version__
 from ..core.context import ToolContext, progress_reporter
 from ..core.errors import ToolError
 from ..core.registry import CallResult, Registry, Tool
+from ..core.version import __version__
 
 # Logging is deprecated at 2026-07-28 but still part of the legacy era we serve.
 warnings.filterwarnings("ignore", category=MCPDeprecationWarning, module=__name__)
