@@ -476,12 +476,8 @@ class MCPSurface:
             )
             answer = call_tool_result(result, rctx.protocol_version)
             finished = True
-        except ToolError as e:
+        except ToolError as e:  # the registry turns every failure, bugs too, into one
             answer = error_result(str(e))
-            finished = True
-        except Exception as e:  # a bug in a tool still answers the agent
-            log.exception("jupyter_mcp: tool %s raised", name)
-            answer = error_result(f"Internal error in {name}: {type(e).__name__}: {e}")
             finished = True
         finally:
             progress_reporter.reset(reporter_token)
