@@ -186,12 +186,33 @@ def describe(cycle: list[str], graph: dict[str, dict[str, int]]) -> str:
     return " -> ".join([*steps, cycle[-1]])
 
 
-def layer(module: str) -> int | None:
-    """The layer of a module's folder; None for the top (app.py, testing.py, the package)."""
+def folder_layer(module: str) -> int | None:
+    """The layer of the folder a module is in; None outside the folders."""
     parts = module.split(".")
     if len(parts) > 1 and parts[1] in LAYERS:
         return LAYERS.index(parts[1])
     return None
+
+
+def layers(graph: dict[str, dict[str, int]]) -> dict[str, int]:
+    """Each module's layer: its folder's, or for a module outside the folders (app.py, the
+    package itself, a facade such as testing.py) the highest layer it imports (-1 for none)."""
+    found: dict[str, int] = {}
+
+    def of(module: str, seen: tuple[str, ...]) -> int:
+        if module in found:
+            return found[module]
+        own = folder_layer(module)
+        if own is None:
+            if module in seen:
+                return -1  # a cycle: test_the_import_graph_has_no_cycle reports it
+            own = max((of(t, (*seen, module)) for t in graph[module]), default=-1)
+        found[module] = own
+        return own
+
+    for module in graph:
+        of(module, ())
+    return found
 
 
 def test_every_module_imports_on_its_own():
@@ -244,18 +265,31 @@ def test_the_import_graph_has_no_cycle():
 
 def test_a_folder_imports_only_the_folders_below_it():
     graph = import_graph()
+    level = layers(graph)
     wrong = []
     for module, targets in sorted(graph.items()):
-        own = layer(module)
-        if own is None:
-            continue  # app.py and the package itself assemble everything
+        if folder_layer(module) is None:
+            continue  # outside the folders, a module is as high as what it imports
         for target, line in sorted(targets.items()):
-            theirs = layer(target)
-            if theirs is None or theirs > own:
-                wrong.append(f"{module} (line {line}) imports {target}")
+            if level[target] > level[module]:
+                wrong.append(f"{module} (line {line}) imports {target} ({LAYERS[level[target]]})")
     assert not wrong, (
         "imports against the layers (" + " < ".join(LAYERS) + "):\n" + "\n".join(wrong)
     )
+
+
+def test_a_module_outside_the_folders_is_as_high_as_what_it_imports():
+    graph = {
+        "jupyter_mcp.app": {"jupyter_mcp.tools.files": 1, "jupyter_mcp.facade": 2},
+        "jupyter_mcp.facade": {"jupyter_mcp.git.repo": 1},
+        "jupyter_mcp.tools.files": {"jupyter_mcp.facade": 3},
+        "jupyter_mcp.git.repo": {},
+        "jupyter_mcp.leaf": {},
+    }
+    level = layers(graph)
+    assert level["jupyter_mcp.facade"] == LAYERS.index("git")
+    assert level["jupyter_mcp.app"] == LAYERS.index("tools")
+    assert level["jupyter_mcp.leaf"] == -1
 
 
 def test_cycles_are_found_and_named():
