@@ -2,8 +2,8 @@
 
 Auth is Jupyter's; on top of it every route refuses a browser ``Origin`` that is not allowed,
 since token-authenticated requests skip jupyter_server's own origin check and these routes run
-code. Errors of the HTTP layer (auth, origin, a missing route argument) are answered as JSON in
-the shape of the surface they hit: :meth:`MCPBaseHandler.error_payload`.
+code. Refusals of the HTTP layer (auth, origin) are answered as JSON in the shape of the surface
+they hit: :meth:`MCPBaseHandler.error_payload`.
 """
 
 from __future__ import annotations
