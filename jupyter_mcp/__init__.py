@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-__version__ = "0.1.0"
+from .core.version import __version__ as __version__
 
 
 def stdio_command(root_dir: Any = None) -> list[str] | None:
-    """The argv of the stdio bridge for the running server (see :mod:`jupyter_mcp.cli.launcher`)."""
+    """The argv of the stdio relay for the running server (see :mod:`jupyter_mcp.cli.launcher`)."""
+    # Imported on call, so that ``import jupyter_mcp`` stays as cheap as its version.
     from .cli.launcher import stdio_command as _stdio_command
 
     return _stdio_command(root_dir)

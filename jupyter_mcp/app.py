@@ -9,9 +9,9 @@ from typing import Any
 from jupyter_server.extension.application import ExtensionApp
 from traitlets import Bool, Float, Int, List, TraitError, Unicode, Union, observe, validate
 
-from . import __version__
 from .core.context import ACTION_APPROVAL_PATTERNS, Settings, ToolContext
 from .core.registry import Registry
+from .core.version import __version__
 from .lab.editor import EditorBridge
 from .plugins.host import PluginHost, load_plugins
 from .services import build_services
@@ -245,8 +245,8 @@ class JupyterMCP(ExtensionApp):
         self.tool_context.services.seed_port = listener
 
     def initialize_handlers(self) -> None:
-        """Register the seed REST and proxy REST routes under the server's base_url."""
-        from .surfaces.rest import default_handlers
+        """Register the extension's routes (surfaces/routes.py) under the server's base_url."""
+        from .surfaces.routes import default_handlers
 
         self.handlers.extend(default_handlers())
 

@@ -2,6 +2,6 @@
 
 import sys
 
-from .relay import main
+from .main import main
 
 sys.exit(main())

@@ -2,7 +2,7 @@
 
 :func:`client_snippets` is what ``jupyter mcp config`` and ``make run`` print: Claude Code over
 HTTP (with the token header) and over stdio, and the ``mcpServers`` JSON for Claude Desktop and
-Cursor. The stdio forms run the bridge, which finds the server serving the project folder
+Cursor. The stdio forms run the relay, which finds the server serving the project folder
 through Jupyter's runtime files, so no token ends up in a config file.
 """
 
@@ -12,15 +12,15 @@ import json
 import shlex
 from typing import Any
 
+from .launcher import relay_launcher
 
-def bridge_command(root_dir: str | None = None) -> list[str]:
-    """The command line that starts the stdio bridge for ``root_dir``, with absolute paths.
+
+def relay_command(root_dir: str | None = None) -> list[str]:
+    """The command line that starts the stdio relay for ``root_dir``, with absolute paths.
 
     Desktop apps start servers with a bare environment, so the executable is spelled out.
     """
-    from .launcher import bridge_launcher
-
-    command = bridge_launcher()
+    command = relay_launcher()
     command.append("stdio")
     if root_dir:
         command += ["--root", root_dir]
@@ -28,8 +28,8 @@ def bridge_command(root_dir: str | None = None) -> list[str]:
 
 
 def stdio_entry(root_dir: str | None = None) -> dict[str, Any]:
-    """An ``mcpServers`` entry (Claude Desktop, Cursor) that runs the stdio bridge."""
-    command = bridge_command(root_dir)
+    """An ``mcpServers`` entry (Claude Desktop, Cursor) that runs the stdio relay."""
+    command = relay_command(root_dir)
     return {"command": command[0], "args": command[1:]}
 
 
@@ -46,7 +46,7 @@ def client_snippets(
 ) -> str:
     """The configuration lines for Claude Code, Claude Desktop and Cursor, as printable text."""
     header = f' --header "Authorization: token {token}"' if token else ""
-    stdio = shlex.join(bridge_command(root_dir))
+    stdio = shlex.join(relay_command(root_dir))
     desktop = json.dumps({"mcpServers": {name: stdio_entry(root_dir)}}, indent=2)
     cursor_http = json.dumps({"mcpServers": {name: http_entry(mcp_url, token)}}, indent=2)
     return "\n".join(

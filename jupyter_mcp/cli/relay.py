@@ -1,144 +1,30 @@
-"""``jupyter-mcp`` (also ``jupyter mcp``): the stdio bridge and client configuration.
+"""The stdio relay: MCP between a client's stdin/stdout and a running server's ``/mcp``.
 
 ``jupyter mcp stdio`` lets clients that only spawn processes (Claude Desktop, any stdio MCP
-client) talk to a running Jupyter server: it finds the server that serves the current folder
-through Jupyter's runtime files (URL and token from there), or takes ``--url``/``--token``, and
-relays MCP messages between its stdin/stdout and the server's ``/mcp`` endpoint. The relay is
-transparent: each JSON-RPC line from stdin is POSTed with the headers its protocol era needs
+client) talk to a running Jupyter server (found by :mod:`jupyter_mcp.cli.discovery`). The relay
+is transparent: each JSON-RPC line from stdin is POSTed with the headers its protocol era needs
 (session id and version for the legacy handshake era; ``MCP-Protocol-Version``, ``Mcp-Method``
 and ``Mcp-Name`` from the message itself for 2026-07-28), and every message the server answers
 with, as JSON or as an SSE stream, goes to stdout as one line. Logs go to stderr only.
-
-``jupyter mcp config`` prints the lines that add the server to Claude Code, Claude Desktop and
-Cursor.
 """
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import functools
 import json
 import logging
-import os
 import sys
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-from ..core.paths import is_inside
+from .discovery import ServerTarget
 
 log = logging.getLogger("jupyter_mcp.cli.relay")
 
 PROTOCOL_VERSION_META_KEY = "io.modelcontextprotocol/protocolVersion"
 NAME_BEARING_METHODS = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
-
-
-class BridgeError(Exception):
-    """Something the user has to fix before the bridge can run (printed, exit status 1)."""
-
-
-# -- finding the server -------------------------------------------------------------------
-
-
-@dataclass
-class ServerTarget:
-    """Where the bridge sends MCP: the server's ``/mcp`` URL and its token."""
-
-    mcp_url: str
-    token: str
-    root_dir: str | None = None
-
-
-def mcp_url_of(server_url: str) -> str:
-    """The Streamable HTTP endpoint of a server whose base URL is ``server_url``."""
-    base = server_url.split("?", 1)[0]
-    if base.rstrip("/").endswith("/mcp"):
-        return base.rstrip("/")
-    return base.rstrip("/") + "/mcp"
-
-
-def find_server(folder: Path, servers: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """The running server whose ``root_dir`` contains ``folder``; the deepest root wins."""
-    folder = folder.resolve()
-    best: tuple[int, dict[str, Any]] | None = None
-    for info in servers:
-        root_text = info.get("root_dir") or info.get("notebook_dir")
-        if not root_text or info.get("sock"):
-            continue
-        root = Path(root_text).expanduser().resolve()
-        if is_inside(root, folder):
-            depth = len(root.parts)
-            if best is None or depth > best[0]:
-                best = (depth, info)
-    return best[1] if best else None
-
-
-def _alive(pid: Any) -> bool:
-    if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0:
-        return False
-    if os.name == "nt":
-        return True  # no cheap check there; a dead server fails to answer instead
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def running_servers(runtime_dir: str | None = None) -> list[dict[str, Any]]:
-    """Every running Jupyter server that wrote a runtime file (``jpserver-*.json``).
-
-    What ``jupyter_server.serverapp.list_running_servers`` reads, without importing the whole
-    server (seconds on a busy machine) into a bridge that a client starts on every launch.
-    """
-    from jupyter_core.paths import jupyter_runtime_dir
-
-    folder = Path(runtime_dir or jupyter_runtime_dir())
-    servers = []
-    for file in sorted(folder.glob("jpserver-*.json")):
-        try:
-            info = json.loads(file.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            continue  # being written, or not ours to read
-        if isinstance(info, dict) and _alive(info.get("pid")):
-            servers.append(info)
-    return servers
-
-
-def resolve_target(url: str | None, token: str | None, root: str | None) -> ServerTarget:
-    """``--url``/``--token`` when given, else the running server that serves ``root``."""
-    if url:
-        return ServerTarget(
-            mcp_url=mcp_url_of(url), token=token or os.environ.get("JUPYTER_TOKEN", "")
-        )
-    folder = Path(root or os.getcwd())
-    servers = running_servers()
-    info = find_server(folder, servers)
-    if info is None:
-        if servers:
-            roots = ", ".join(sorted(str(s.get("root_dir")) for s in servers))
-            raise BridgeError(
-                f"No running Jupyter server serves {folder.resolve()} (running servers serve: "
-                f"{roots}). Start one there with 'jupyter lab', pass --root DIR, or give "
-                "--url and --token."
-            )
-        raise BridgeError(
-            f"No running Jupyter server found for {folder.resolve()}. Start one with "
-            "'jupyter lab' in your project folder, or give --url and --token."
-        )
-    return ServerTarget(
-        mcp_url=mcp_url_of(info["url"]),
-        token=token if token is not None else info.get("token", ""),
-        root_dir=info.get("root_dir"),
-    )
-
-
-# -- the relay ----------------------------------------------------------------------------
 
 
 def _modern_version(message: dict[str, Any]) -> str | None:
@@ -401,92 +287,3 @@ async def relay_stdio(target: ServerTarget) -> None:
             await relay.handle_line(line)
     finally:
         await relay.close()
-
-
-# -- commands -----------------------------------------------------------------------------
-
-
-def _add_server_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--url",
-        help="The Jupyter server's URL (e.g. http://localhost:8888/); default: the running "
-        "server that serves --root.",
-    )
-    parser.add_argument(
-        "--token", help="The server's token; default: from its runtime file, or $JUPYTER_TOKEN."
-    )
-    parser.add_argument(
-        "--root",
-        help="Find the server that serves this folder (default: the current folder).",
-    )
-
-
-def run_stdio(args: argparse.Namespace) -> int:
-    """``stdio``: relay MCP between stdin/stdout and the running server."""
-    target = resolve_target(args.url, args.token, args.root)
-    log.info("jupyter-mcp: relaying stdio to %s", target.mcp_url)
-    try:
-        asyncio.run(relay_stdio(target))
-    except KeyboardInterrupt:
-        pass
-    return 0
-
-
-def print_config(args: argparse.Namespace) -> int:
-    """``config``: print the lines that add the server to MCP clients."""
-    from .clients import client_snippets
-
-    target = resolve_target(args.url, args.token, args.root)
-    root = target.root_dir or args.root or os.getcwd()
-    print(client_snippets(target.mcp_url, target.token, root_dir=root))
-    return 0
-
-
-def build_parser() -> argparse.ArgumentParser:
-    """The command line: one subcommand per job."""
-    parser = argparse.ArgumentParser(
-        prog="jupyter-mcp",
-        description="Connect MCP clients to a running Jupyter server (jupyter-mcp extension).",
-    )
-    parser.add_argument("-v", "--verbose", action="store_true", help="Log more (to stderr).")
-    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
-    stdio = commands.add_parser(
-        "stdio",
-        help="Relay MCP over stdin/stdout to the running server that serves this folder.",
-    )
-    _add_server_arguments(stdio)
-    stdio.set_defaults(handler=run_stdio)
-    config = commands.add_parser(
-        "config",
-        help="Print how to add the server to Claude Code, Claude Desktop and Cursor.",
-    )
-    _add_server_arguments(config)
-    config.set_defaults(handler=print_config)
-    from .launcher import add_stdio_command_parser
-
-    add_stdio_command_parser(commands)
-    return parser
-
-
-def main(argv: list[str] | None = None) -> int:
-    """Entry point of the ``jupyter-mcp`` console script."""
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    logging.basicConfig(
-        stream=sys.stderr,
-        level=logging.DEBUG if args.verbose else logging.WARNING,
-        format="%(message)s",
-    )
-    handler = getattr(args, "handler", None)
-    if handler is None:
-        parser.print_help(sys.stderr)
-        return 2
-    try:
-        return int(handler(args) or 0)
-    except BridgeError as e:
-        print(f"jupyter-mcp: {e}", file=sys.stderr)
-        return 1
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -344,6 +344,10 @@ class Registry:
         With ``always_window`` (standard MCP) the window applies even when the caller gave
         no ``resultStart``/``resultEnd``; otherwise only when asked for. Every call, failed or
         not, is reported to :attr:`observers`.
+
+        Every failure but a cancellation comes out as a :class:`ToolError`: this is the one
+        place that turns an unexpected exception (a bug in a tool) into the message the agent
+        reads, on every surface.
         """
         started = time.perf_counter()
         try:
@@ -351,6 +355,12 @@ class Registry:
         except ToolError as e:
             self._notify(name, arguments, False, str(e), started)
             raise
+        except Exception as e:
+            # A bug, not bad input: the agent gets a message, the log the traceback.
+            ctx.log.exception("jupyter_mcp: tool %s raised", name)
+            error = ToolError(f"{name} failed unexpectedly: {type(e).__name__}: {e}")
+            self._notify(name, arguments, False, str(error), started)
+            raise error from e
         except BaseException as e:
             self._notify(name, arguments, False, f"{type(e).__name__}: {e}", started)
             raise
@@ -393,14 +403,7 @@ class Registry:
         tool.validate(arguments)
         if tool.approval_needed(arguments):
             await ctx.request_approval(tool, arguments)
-        try:
-            value = await run_tool(tool, ctx, arguments)
-        except (ToolError, asyncio.CancelledError):
-            raise
-        except Exception as e:
-            # A bug, not bad input: the agent gets a message, the log the traceback.
-            ctx.log.exception("jupyter_mcp: tool %s raised", name)
-            raise ToolError(f"{name} failed unexpectedly: {type(e).__name__}: {e}") from e
+        value = await run_tool(tool, ctx, arguments)
         text = result_text(value)
         if window is None and always_window:
             window = (0, ctx.settings.result_window)

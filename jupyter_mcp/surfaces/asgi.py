@@ -2,7 +2,7 @@
 
 Jupyter (Tornado) does auth, the Host check and our ``Origin`` check; then the request is handed
 to the SDK's ASGI session manager (:class:`~jupyter_mcp.surfaces.mcp.MCPSurface`) through a small
-Tornado-to-ASGI bridge that streams SSE responses chunk by chunk and reports a client that went
+Tornado-to-ASGI adapter that streams SSE responses chunk by chunk and reports a client that went
 away as ``http.disconnect`` (which is how the SDK cancels a modern-era call).
 
 Clients that cannot take SSE (``Accept: application/json`` only) get the one JSON-RPC answer as
@@ -21,8 +21,8 @@ from jupyter_server.base.handlers import APIHandler
 from tornado import web
 from tornado.iostream import StreamClosedError
 
+from .base import MCPBaseHandler
 from .mcp import surface_for
-from .rest import MCPBaseHandler
 
 ASGIApp = Callable[[dict[str, Any], Callable[[], Awaitable[dict[str, Any]]], Any], Awaitable[None]]
 
@@ -241,16 +241,9 @@ class StreamableHTTPHandler(MCPBaseHandler):
         """End a legacy session."""
         await self._serve()
 
-    def write_error(self, status_code: int, **kwargs: Any) -> None:
+    def error_payload(self, reason: str) -> dict[str, Any]:
         """HTTP-level refusals (auth, origin) as a JSON-RPC error without id."""
-        reason = self._reason
-        exc = kwargs.get("exc_info", (None, None, None))[1]
-        if isinstance(exc, web.HTTPError) and exc.log_message:
-            reason = exc.log_message % exc.args if exc.args else exc.log_message
-        self.set_header("Content-Type", "application/json; charset=UTF-8")
-        self.finish(
-            json.dumps({"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": reason}})
-        )
+        return {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": reason}}
 
 
 def session_owner(handler: web.RequestHandler) -> Any:

@@ -19,12 +19,12 @@ from tornado import web
 from tornado.websocket import WebSocketClosedError, WebSocketHandler
 
 from ..lab.editor import EditorBridge
-from .rest import AUTH_RESOURCE, origin_allowed
+from .base import AUTH_RESOURCE, origin_allowed
 
 _WINDOW_ID = re.compile(r"^[A-Za-z0-9_\-]{1,64}$")
 
 
-class EditorBridgeHandler(ExtensionHandlerMixin, WebSocketMixin, WebSocketHandler, JupyterHandler):
+class LabSocketHandler(ExtensionHandlerMixin, WebSocketMixin, WebSocketHandler, JupyterHandler):
     """One JupyterLab window's link: state reports in, requests out."""
 
     auth_resource = AUTH_RESOURCE
@@ -68,7 +68,7 @@ class EditorBridgeHandler(ExtensionHandlerMixin, WebSocketMixin, WebSocketHandle
             await result
 
     def open(self, *args: Any, **kwargs: Any) -> None:  # type: ignore[override]
-        """Register the window with the bridge."""
+        """Register the window with the EditorBridge."""
         super().open(*args, **kwargs)
         # Requests are small and awaited one by one: without this, Nagle's algorithm and the
         # peer's delayed ACK add ~40 ms to every round trip.
@@ -85,14 +85,14 @@ class EditorBridgeHandler(ExtensionHandlerMixin, WebSocketMixin, WebSocketHandle
         try:
             self.write_message(json.dumps(message, ensure_ascii=False))
         except WebSocketClosedError:
-            self.log.debug("jupyter_mcp: bridge window %s is gone", self.window_id)
+            self.log.debug("jupyter_mcp: JupyterLab window %s is gone", self.window_id)
 
     def on_message(self, message: str | bytes) -> None:
         """A state report or an answer from the window."""
         try:
             data = json.loads(message)
         except (ValueError, UnicodeDecodeError):
-            self.log.warning("jupyter_mcp: malformed bridge message from %s", self.window_id)
+            self.log.warning("jupyter_mcp: malformed lab socket message from %s", self.window_id)
             return
         if self.window_id is not None:
             self.bridge.receive(self.window_id, data)

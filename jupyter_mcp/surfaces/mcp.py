@@ -36,10 +36,10 @@ from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from .. import __version__
 from ..core.context import ToolContext, progress_reporter
 from ..core.errors import ToolError
 from ..core.registry import CallResult, Registry, Tool
+from ..core.version import __version__
 
 # Logging is deprecated at 2026-07-28 but still part of the legacy era we serve.
 warnings.filterwarnings("ignore", category=MCPDeprecationWarning, module=__name__)
@@ -476,12 +476,8 @@ class MCPSurface:
             )
             answer = call_tool_result(result, rctx.protocol_version)
             finished = True
-        except ToolError as e:
+        except ToolError as e:  # the registry turns every failure, bugs too, into one
             answer = error_result(str(e))
-            finished = True
-        except Exception as e:  # a bug in a tool still answers the agent
-            log.exception("jupyter_mcp: tool %s raised", name)
-            answer = error_result(f"Internal error in {name}: {type(e).__name__}: {e}")
             finished = True
         finally:
             progress_reporter.reset(reporter_token)

@@ -2,92 +2,25 @@
 
 Both answer ``{"status": <value>, "error": null}`` or ``{"status": null, "error": "<message>"}``
 with HTTP 200 for anything a tool or its arguments got wrong; proxy REST always sends
-``status`` as a string because JetBrains-style proxies copy it into a text block. Auth is
-Jupyter's; on top of it every route refuses a browser ``Origin`` that is not allowed, since
-token-authenticated requests skip jupyter_server's own origin check and these routes run code.
+``status`` as a string because JetBrains-style proxies copy it into a text block. Auth, the
+origin check and HTTP-level errors are :class:`~jupyter_mcp.surfaces.base.MCPBaseHandler`'s;
+the routes are in :mod:`jupyter_mcp.surfaces.routes`.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import re
 import time
-from abc import abstractmethod
 from typing import Any
-from urllib.parse import urlparse
 
 from jupyter_server.auth.decorator import authorized
-from jupyter_server.base.handlers import APIHandler
-from jupyter_server.extension.handler import ExtensionHandlerMixin
 from tornado import web
 
-from .. import __version__
 from ..core.errors import ToolError
 from ..core.registry import CallResult, result_text
-
-AUTH_RESOURCE = "mcp"
-TOOL_NAME = r"(?P<tool>[A-Za-z0-9_\-]{1,128})"
-
-
-class MCPBaseHandler(ExtensionHandlerMixin, APIHandler):
-    """Common ground: origin validation, body parsing, the tool context."""
-
-    auth_resource = AUTH_RESOURCE
-
-    async def prepare(self, *args: Any, **kwargs: Any) -> None:  # type: ignore[override]
-        """Refuse disallowed browser origins before anything else happens."""
-        await super().prepare(*args, **kwargs)
-        if not origin_allowed(self):
-            raise web.HTTPError(403, "Origin not allowed: %s", self.request.headers.get("Origin"))
-
-    @property
-    def ctx(self):  # type: ignore[no-untyped-def]
-        return self.extensionapp.tool_context
-
-    @property
-    def registry(self):  # type: ignore[no-untyped-def]
-        return self.extensionapp.registry
-
-    def send_json(self, payload: Any, status: int = 200) -> None:
-        """Finish with a JSON body (UTF-8, no ASCII escaping)."""
-        self.set_status(status)
-        self.set_header("Content-Type", "application/json; charset=UTF-8")
-        text = json.dumps(payload, ensure_ascii=False)
-        try:
-            data = text.encode("utf-8")
-        except UnicodeEncodeError:
-            # Lone surrogates (a JSON "\udcff" sent back in an error, a file name that is not
-            # UTF-8) cannot be UTF-8 encoded: send them as JSON escapes instead of failing.
-            data = json.dumps(payload).encode("ascii")
-        self.finish(data)
-
-    def write_error(self, status_code: int, **kwargs: Any) -> None:
-        """Errors of the HTTP layer (auth, origin) keep the seed shape, for scripts."""
-        reason = self._reason
-        exc = kwargs.get("exc_info", (None, None, None))[1]
-        if isinstance(exc, web.HTTPError) and exc.log_message:
-            reason = exc.log_message % exc.args if exc.args else exc.log_message
-        self.set_header("Content-Type", "application/json; charset=UTF-8")
-        self.finish(json.dumps({"status": None, "error": reason}))
-
-
-def origin_allowed(handler: APIHandler) -> bool:
-    """True without an ``Origin`` header, or when it is the server's own or an allowed one."""
-    origin = handler.request.headers.get("Origin")
-    if origin is None:
-        return True
-    parsed = urlparse(origin)
-    if parsed.scheme in ("http", "https") and parsed.netloc == handler.request.host:
-        return True
-    app = handler.extensionapp
-    if origin in app.allowed_origins:
-        return True
-    allow_origin = handler.settings.get("allow_origin", "")
-    if allow_origin == "*" or (allow_origin and origin == allow_origin):
-        return True
-    pattern = handler.settings.get("allow_origin_pat")
-    return bool(pattern and re.match(pattern, origin))
+from ..core.version import __version__
+from .base import MCPBaseHandler
 
 
 def environment(handler: MCPBaseHandler) -> dict[str, Any]:
@@ -106,9 +39,9 @@ def environment(handler: MCPBaseHandler) -> dict[str, Any]:
 class SeedInfoHandler(MCPBaseHandler):
     """GET or POST answering ``{"jsonrpc": "2.0", "id": 0, "result": ...}``, as the seed spec."""
 
-    @abstractmethod
     def result(self) -> dict[str, Any]:
-        """The ``result`` member of the answer."""
+        """The ``result`` member of the answer: each route says its own."""
+        raise NotImplementedError
 
     @web.authenticated
     @authorized
@@ -204,22 +137,3 @@ def parse_arguments(body: bytes, limit: int) -> Any:
             raise ToolError("JSON-RPC params must be an object")
         return params.get("arguments", {})
     return data
-
-
-def default_handlers() -> list[tuple[str, type[Any]]]:
-    """Routes of the seed and proxy REST surfaces (the extension app adds ``base_url``)."""
-    from .asgi import StreamableHTTPHandler
-    from .lab_socket import EditorBridgeHandler
-
-    return [
-        # Standard MCP (Streamable HTTP) at exactly {base_url}mcp.
-        (r"/mcp", StreamableHTTPHandler),
-        # Before the tool route, which would otherwise take "bridge" for a tool name.
-        (r"/mcp/bridge", EditorBridgeHandler),
-        (r"/mcp/initialize", InitializeHandler),
-        (r"/mcp/status", StatusHandler),
-        (r"/mcp/list_tools", ListToolsHandler),
-        (rf"/mcp/{TOOL_NAME}", ToolHandler),
-        (r"/api/mcp/list_tools", ListToolsHandler),
-        (rf"/api/mcp/{TOOL_NAME}", ProxyToolHandler),
-    ]

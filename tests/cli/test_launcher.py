@@ -1,4 +1,4 @@
-"""``jupyter_mcp.stdio_command()`` and ``jupyter mcp stdio-command``: the bridge's argv."""
+"""``jupyter_mcp.stdio_command()`` and ``jupyter mcp stdio-command``: the relay's argv."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 import jupyter_mcp
-from jupyter_mcp.cli.relay import main
+from jupyter_mcp.cli.main import main
 
 
 def test_no_server_serves_the_folder(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -20,7 +20,7 @@ def test_no_server_serves_the_folder(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert f"no running Jupyter server serves {tmp_path.resolve()}" in capsys.readouterr().err
 
 
-async def test_the_command_starts_a_bridge_to_this_server(
+async def test_the_command_starts_a_relay_to_this_server(
     jp_fetch: Any, jp_serverapp: Any, jp_root_dir: Path, tmp_path: Path
 ) -> None:
     # Given a running server (jp_fetch makes it listen) with its runtime file …

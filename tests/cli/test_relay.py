@@ -1,6 +1,6 @@
-"""The stdio bridge (``jupyter-mcp stdio``) driven by the official SDK's stdio client.
+"""The stdio relay (``jupyter-mcp stdio``) driven by the official SDK's stdio client.
 
-The bridge is a real subprocess that finds the test server through its runtime file (no
+The relay is a real subprocess that finds the test server through its runtime file (no
 ``--url``/``--token``), relaying to the server that runs in this test's event loop.
 """
 
@@ -17,11 +17,10 @@ import anyio
 import pytest
 from mcp import Client, StdioServerParameters
 
-from jupyter_mcp.cli.relay import find_server, main, mcp_url_of
 from jupyter_mcp.core.context import ToolContext
 from jupyter_mcp.core.registry import Tool
 
-BRIDGE = str(Path(sys.executable).parent / "jupyter-mcp")
+RELAY = str(Path(sys.executable).parent / "jupyter-mcp")
 
 
 @pytest.fixture
@@ -33,14 +32,14 @@ def runtime_dir(jp_serverapp: Any, http_server: Any) -> str:
 
 
 @pytest.fixture
-def bridge_params(runtime_dir: str, jp_root_dir: Path, tmp_path: Path):  # type: ignore[no-untyped-def]
-    """``bridge_params(*args)``: spawn parameters for the bridge run inside the project."""
+def relay_params(runtime_dir: str, jp_root_dir: Path, tmp_path: Path):  # type: ignore[no-untyped-def]
+    """``relay_params(*args)``: spawn parameters for the relay run inside the project."""
     project_sub = jp_root_dir / "src" / "pkg"
     project_sub.mkdir(parents=True, exist_ok=True)
 
     def _params(*args: str, cwd: Path = project_sub) -> StdioServerParameters:
         return StdioServerParameters(
-            command=BRIDGE,
+            command=RELAY,
             args=list(args) or ["stdio"],
             cwd=str(cwd),
             env={"JUPYTER_RUNTIME_DIR": runtime_dir},
@@ -51,7 +50,7 @@ def bridge_params(runtime_dir: str, jp_root_dir: Path, tmp_path: Path):  # type:
 
 @pytest.fixture
 def errlog(tmp_path: Path):  # type: ignore[no-untyped-def]
-    with open(tmp_path / "bridge-stderr.log", "w+") as f:
+    with open(tmp_path / "relay-stderr.log", "w+") as f:
         yield f
 
 
@@ -71,11 +70,11 @@ def stdio_client_for(params: StdioServerParameters, errlog: Any):  # type: ignor
 
 
 @pytest.mark.parametrize("mode", ["legacy", "auto"])
-async def test_bridge_finds_the_server_and_relays_both_eras(
-    bridge_params, errlog, mcp_app, jp_root_dir, mode
+async def test_relay_finds_the_server_and_relays_both_eras(
+    relay_params, errlog, mcp_app, jp_root_dir, mode
 ):
     (jp_root_dir / "notes.md").write_text("# Notes\n" + "word " * 3000)
-    transport = stdio_client_for(bridge_params(), errlog)
+    transport = stdio_client_for(relay_params(), errlog)
 
     async with Client(transport, mode=mode) as client:
         tools = await list_all(client)
@@ -95,7 +94,7 @@ async def test_bridge_finds_the_server_and_relays_both_eras(
 
 
 @pytest.mark.parametrize("mode", ["legacy", "auto"])
-async def test_bridge_relays_progress_and_cancellation(bridge_params, errlog, mcp_app, mode):
+async def test_relay_relays_progress_and_cancellation(relay_params, errlog, mcp_app, mode):
     state = {"started": asyncio.Event(), "cancelled": asyncio.Event(), "finished": False}
 
     def counting(ctx: ToolContext) -> str:
@@ -120,7 +119,7 @@ async def test_bridge_relays_progress_and_cancellation(bridge_params, errlog, mc
     async def on_progress(progress: float, total: float | None, message: str | None) -> None:
         updates.append((progress, total, message))
 
-    async with Client(stdio_client_for(bridge_params(), errlog), mode=mode) as client:
+    async with Client(stdio_client_for(relay_params(), errlog), mode=mode) as client:
         counted = await client.call_tool("test_counting", {}, progress_callback=on_progress)
         async with anyio.create_task_group() as tg:
             tg.start_soon(client.call_tool, "test_slow", {})
@@ -133,15 +132,15 @@ async def test_bridge_relays_progress_and_cancellation(bridge_params, errlog, mc
     assert state["finished"] is False
 
 
-async def test_bridge_takes_url_and_token_flags(
-    bridge_params, errlog, jp_serverapp, jp_base_url, tmp_path
+async def test_relay_takes_url_and_token_flags(
+    relay_params, errlog, jp_serverapp, jp_base_url, tmp_path
 ):
     port = jp_serverapp.port
     url = f"http://127.0.0.1:{port}{jp_base_url}"
     token = jp_serverapp.identity_provider.token
     outside = tmp_path / "elsewhere"
     outside.mkdir()
-    params = bridge_params("stdio", "--url", url, "--token", token, cwd=outside)
+    params = relay_params("stdio", "--url", url, "--token", token, cwd=outside)
 
     async with Client(stdio_client_for(params, errlog), mode="legacy") as client:
         result = await client.call_tool("list_files_in_folder", {"pathInProject": "/"})
@@ -149,12 +148,12 @@ async def test_bridge_takes_url_and_token_flags(
     assert result.is_error is False
 
 
-async def test_bridge_without_a_running_server_says_so(tmp_path):
+async def test_relay_without_a_running_server_says_so(tmp_path):
     empty_runtime = tmp_path / "runtime"
     empty_runtime.mkdir()
     env = {**os.environ, "JUPYTER_RUNTIME_DIR": str(empty_runtime)}
     process = await asyncio.create_subprocess_exec(
-        BRIDGE,
+        RELAY,
         "stdio",
         cwd=tmp_path,
         env=env,
@@ -170,7 +169,7 @@ async def test_bridge_without_a_running_server_says_so(tmp_path):
     assert b"--url" in stderr
 
 
-async def test_bridge_reports_an_unreachable_server_as_an_error_answer(tmp_path):
+async def test_relay_reports_an_unreachable_server_as_an_error_answer(tmp_path):
     request = {
         "jsonrpc": "2.0",
         "id": 7,
@@ -182,7 +181,7 @@ async def test_bridge_reports_an_unreachable_server_as_an_error_answer(tmp_path)
         },
     }
     process = await asyncio.create_subprocess_exec(
-        BRIDGE,
+        RELAY,
         "stdio",
         "--url",
         "http://127.0.0.1:9/",
@@ -200,41 +199,3 @@ async def test_bridge_reports_an_unreachable_server_as_an_error_answer(tmp_path)
     assert answer["id"] == 7
     assert "unreachable" in answer["error"]["message"]
     assert process.returncode == 0
-
-
-def test_find_server_prefers_the_deepest_root_that_contains_the_folder(tmp_path):
-    outer, inner = tmp_path / "work", tmp_path / "work" / "project"
-    (inner / "src").mkdir(parents=True)
-    servers = [
-        {"url": "http://localhost:1/", "root_dir": str(outer), "token": "a"},
-        {"url": "http://localhost:2/", "root_dir": str(inner), "token": "b"},
-        {"url": "http://localhost:3/", "root_dir": str(tmp_path / "other"), "token": "c"},
-    ]
-
-    assert find_server(inner / "src", servers)["token"] == "b"
-    assert find_server(outer, servers)["token"] == "a"
-    assert find_server(tmp_path, servers) is None
-
-
-def test_mcp_url_keeps_the_base_url():
-    assert mcp_url_of("http://localhost:8888/a%40b/") == "http://localhost:8888/a%40b/mcp"
-    assert mcp_url_of("http://localhost:8888/?token=x") == "http://localhost:8888/mcp"
-    assert mcp_url_of("http://localhost:8888/mcp") == "http://localhost:8888/mcp"
-
-
-def test_config_prints_client_snippets(capsys, tmp_path):
-    status = main(
-        ["config", "--url", "http://127.0.0.1:8888/", "--token", "T0K", "--root", str(tmp_path)]
-    )
-    out = capsys.readouterr().out
-
-    assert status == 0
-    assert (
-        "claude mcp add --transport http jupyter http://127.0.0.1:8888/mcp "
-        '--header "Authorization: token T0K"'
-    ) in out
-    block = out.split("Claude Desktop", 1)[1].split("\n", 1)[1].split("\n\n", 1)[0]
-    desktop = json.loads(block)
-    entry = desktop["mcpServers"]["jupyter"]
-    assert entry["args"][-3:] == ["stdio", "--root", str(tmp_path)]
-    assert "T0K" not in json.dumps(entry)

@@ -167,6 +167,28 @@ async def test_tool_failure_is_an_error_result_with_the_message(connect, jp_root
 
 
 @pytest.mark.parametrize("mode", MODES)
+async def test_a_bug_in_a_tool_answers_alike_on_every_surface(connect, mcp_app, jp_fetch, mode):
+    def raising(ctx: ToolContext) -> str:
+        raise KeyError("boom")
+
+    def unserialisable(ctx: ToolContext) -> Any:
+        return {1, 2}  # a set is no JSON value: the bug shows after the function returned
+
+    add_tool(mcp_app, "test_raising", raising, read_only=True)
+    add_tool(mcp_app, "test_unserialisable", unserialisable, read_only=True)
+    names = ("test_raising", "test_unserialisable")
+    async with connect(mode) as client:
+        results = {name: await client.call_tool(name, {}) for name in names}
+
+    for name, result in results.items():
+        seed = json.loads((await jp_fetch("mcp", name, method="POST", body="{}")).body)
+        assert result.is_error is True
+        assert result.content[0].text.startswith(f"{name} failed unexpectedly: ")
+        assert result.content[0].text == seed["error"]
+        assert seed["status"] is None
+
+
+@pytest.mark.parametrize("mode", MODES)
 async def test_unknown_tool_is_a_protocol_error(connect, mode):
     async with connect(mode) as client:
         with pytest.raises(MCPError) as refused:

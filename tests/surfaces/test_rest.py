@@ -155,6 +155,11 @@ async def test_foreign_origin_is_refused_even_with_token(jp_fetch, jp_root_dir, 
             headers={"Origin": "http://evil.example"},
         )
     assert e.value.code == 403
+    # The refusal keeps the seed shape, which scripts read.
+    assert json.loads(e.value.response.body) == {
+        "status": None,
+        "error": "Origin not allowed: http://evil.example",
+    }
     assert not (jp_root_dir / "x.txt").exists()
 
 

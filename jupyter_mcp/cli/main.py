@@ -1,0 +1,130 @@
+"""``jupyter-mcp`` (also ``jupyter mcp``): connect MCP clients to a running Jupyter server.
+
+- ``stdio`` relays MCP between stdin/stdout and the server that serves the current folder
+  (:mod:`jupyter_mcp.cli.relay`), found through Jupyter's runtime files
+  (:mod:`jupyter_mcp.cli.discovery`) or given by ``--url``/``--token``;
+- ``config`` prints the lines that add the server to Claude Code, Claude Desktop and Cursor
+  (:mod:`jupyter_mcp.cli.clients`);
+- ``stdio-command`` prints the argv that starts the relay (:mod:`jupyter_mcp.cli.launcher`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import os
+import sys
+from pathlib import Path
+
+from .clients import client_snippets
+from .discovery import NoServerError, resolve_target
+from .launcher import stdio_command
+from .relay import relay_stdio
+
+log = logging.getLogger("jupyter_mcp.cli")
+
+
+def _add_server_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--url",
+        help="The Jupyter server's URL (e.g. http://localhost:8888/); default: the running "
+        "server that serves --root.",
+    )
+    parser.add_argument(
+        "--token", help="The server's token; default: from its runtime file, or $JUPYTER_TOKEN."
+    )
+    parser.add_argument(
+        "--root",
+        help="Find the server that serves this folder (default: the current folder).",
+    )
+
+
+def run_stdio(args: argparse.Namespace) -> int:
+    """``stdio``: relay MCP between stdin/stdout and the running server."""
+    target = resolve_target(args.url, args.token, args.root)
+    log.info("jupyter-mcp: relaying stdio to %s", target.mcp_url)
+    try:
+        asyncio.run(relay_stdio(target))
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
+def print_config(args: argparse.Namespace) -> int:
+    """``config``: print the lines that add the server to MCP clients."""
+    target = resolve_target(args.url, args.token, args.root)
+    root = target.root_dir or args.root or os.getcwd()
+    print(client_snippets(target.mcp_url, target.token, root_dir=root))
+    return 0
+
+
+def print_stdio_command(args: argparse.Namespace) -> int:
+    """``stdio-command``: print the relay's argv as a JSON array (exit 1 without a server)."""
+    root = args.root or os.getcwd()
+    argv = stdio_command(root)
+    if argv is None:
+        print(
+            f"jupyter-mcp: no running Jupyter server serves {Path(root).resolve()}",
+            file=sys.stderr,
+        )
+        return 1
+    print(json.dumps(argv))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The command line: one subcommand per job."""
+    parser = argparse.ArgumentParser(
+        prog="jupyter-mcp",
+        description="Connect MCP clients to a running Jupyter server (jupyter-mcp extension).",
+    )
+    parser.add_argument("-v", "--verbose", action="store_true", help="Log more (to stderr).")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    stdio = commands.add_parser(
+        "stdio",
+        help="Relay MCP over stdin/stdout to the running server that serves this folder.",
+    )
+    _add_server_arguments(stdio)
+    stdio.set_defaults(handler=run_stdio)
+    config = commands.add_parser(
+        "config",
+        help="Print how to add the server to Claude Code, Claude Desktop and Cursor.",
+    )
+    _add_server_arguments(config)
+    config.set_defaults(handler=print_config)
+    stdio_command_parser = commands.add_parser(
+        "stdio-command",
+        help="Print, as a JSON array, the command that starts the stdio bridge for the running "
+        "server that serves this folder (no URL or token in it).",
+    )
+    stdio_command_parser.add_argument(
+        "--root", help="The folder whose server to use (default: the current folder)."
+    )
+    stdio_command_parser.set_defaults(handler=print_stdio_command)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``jupyter-mcp`` console script."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        stream=sys.stderr,
+        level=logging.DEBUG if args.verbose else logging.WARNING,
+        format="%(message)s",
+    )
+    handler = getattr(args, "handler", None)
+    if handler is None:
+        parser.print_help(sys.stderr)
+        return 2
+    try:
+        return int(handler(args) or 0)
+    except NoServerError as e:
+        print(f"jupyter-mcp: {e}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

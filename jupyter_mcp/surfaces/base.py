@@ -1,0 +1,85 @@
+"""What every HTTP surface shares: Jupyter auth on the ``mcp`` resource, the origin check, JSON.
+
+Auth is Jupyter's; on top of it every route refuses a browser ``Origin`` that is not allowed,
+since token-authenticated requests skip jupyter_server's own origin check and these routes run
+code. Refusals of the HTTP layer (auth, origin) are answered as JSON in the shape of the surface
+they hit: :meth:`MCPBaseHandler.error_payload`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+from urllib.parse import urlparse
+
+from jupyter_server.base.handlers import APIHandler
+from jupyter_server.extension.handler import ExtensionHandlerMixin
+from tornado import web
+
+#: The Jupyter authorization resource of every route: ``mcp`` (``execute`` to call tools).
+AUTH_RESOURCE = "mcp"
+
+
+class MCPBaseHandler(ExtensionHandlerMixin, APIHandler):
+    """Common ground: origin validation, JSON answers and errors, the tool context."""
+
+    auth_resource = AUTH_RESOURCE
+
+    async def prepare(self, *args: Any, **kwargs: Any) -> None:  # type: ignore[override]
+        """Refuse disallowed browser origins before anything else happens."""
+        await super().prepare(*args, **kwargs)
+        if not origin_allowed(self):
+            raise web.HTTPError(403, "Origin not allowed: %s", self.request.headers.get("Origin"))
+
+    @property
+    def ctx(self):  # type: ignore[no-untyped-def]
+        return self.extensionapp.tool_context
+
+    @property
+    def registry(self):  # type: ignore[no-untyped-def]
+        return self.extensionapp.registry
+
+    def send_json(self, payload: Any, status: int = 200) -> None:
+        """Finish with a JSON body (UTF-8, no ASCII escaping)."""
+        self.set_status(status)
+        self.set_header("Content-Type", "application/json; charset=UTF-8")
+        text = json.dumps(payload, ensure_ascii=False)
+        try:
+            data = text.encode("utf-8")
+        except UnicodeEncodeError:
+            # Lone surrogates (a JSON "\udcff" sent back in an error, a file name that is not
+            # UTF-8) cannot be UTF-8 encoded: send them as JSON escapes instead of failing.
+            data = json.dumps(payload).encode("ascii")
+        self.finish(data)
+
+    def write_error(self, status_code: int, **kwargs: Any) -> None:
+        """An HTTP-level refusal (auth, origin) as JSON: the reason in the surface's own shape."""
+        reason = self._reason
+        exc = kwargs.get("exc_info", (None, None, None))[1]
+        if isinstance(exc, web.HTTPError) and exc.log_message:
+            reason = exc.log_message % exc.args if exc.args else exc.log_message
+        self.set_header("Content-Type", "application/json; charset=UTF-8")
+        self.finish(json.dumps(self.error_payload(reason)))
+
+    def error_payload(self, reason: str) -> dict[str, Any]:
+        """The body of an HTTP-level error: the seed shape, which scripts read."""
+        return {"status": None, "error": reason}
+
+
+def origin_allowed(handler: APIHandler) -> bool:
+    """True without an ``Origin`` header, or when it is the server's own or an allowed one."""
+    origin = handler.request.headers.get("Origin")
+    if origin is None:
+        return True
+    parsed = urlparse(origin)
+    if parsed.scheme in ("http", "https") and parsed.netloc == handler.request.host:
+        return True
+    app = handler.extensionapp
+    if origin in app.allowed_origins:
+        return True
+    allow_origin = handler.settings.get("allow_origin", "")
+    if allow_origin == "*" or (allow_origin and origin == allow_origin):
+        return True
+    pattern = handler.settings.get("allow_origin_pat")
+    return bool(pattern and re.match(pattern, origin))
