@@ -275,6 +275,3 @@ class JupyterMCP(ExtensionApp):
         executor = getattr(self, "tool_executor", None)
         if executor is not None:
             executor.shutdown(wait=False, cancel_futures=True)
-
-
-main = launch_instance = JupyterMCP.launch_instance
