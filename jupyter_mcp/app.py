@@ -30,10 +30,7 @@ class JupyterMCP(ExtensionApp):
     read_only = Bool(
         False,
         config=True,
-        help=(
-            "Hide and refuse every tool that is not read-only "
-            "(the specification's Restricted Mode)."
-        ),
+        help="Hide and refuse every tool that is not read-only.",
     )
     disabled_tools = List(
         Unicode(),

@@ -1,4 +1,4 @@
-"""The command that starts the stdio bridge for a server: the spec's ``mcp_stdio_command()``.
+"""The command that starts the stdio bridge for a server: ``jupyter_mcp.stdio_command()``.
 
 A plugin (or any program) that launches or configures an agent passes this argv on: running it
 relays MCP over stdin/stdout to the Jupyter server that serves the project. The bridge finds

@@ -1,4 +1,4 @@
-"""The execution services (issue 7) the server keeps in ``ctx.services``, started and stopped.
+"""The execution services the server keeps in ``ctx.services``, started and stopped.
 
 - ``breakpoints``: :class:`~jupyter_mcp.execution.breakpoints.BreakpointStore` (subscribe
   for changes);

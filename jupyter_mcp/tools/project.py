@@ -1,4 +1,4 @@
-"""Project tools (spec 37–38): what kind of project this is, and what it depends on."""
+"""Project tools: what kind of project this is, and what it depends on."""
 
 from __future__ import annotations
 

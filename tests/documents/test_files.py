@@ -1,4 +1,4 @@
-"""File tools (spec 6–12) through seed REST on a real Jupyter server."""
+"""File tools through seed REST on a real Jupyter server."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Bad input never hurts (DESIGN §5): a sweep over every tool the server lists.
+"""Bad input never hurts: a sweep over every tool the server lists.
 
 For each built-in tool (parametrized by name at collection time, then read from the live
 ``GET /mcp/list_tools`` so the advertised schema is what is exercised) the cases are generated
