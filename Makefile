@@ -138,13 +138,13 @@ test: test-deps lint
 # --- extras ---------------------------------------------------------------------------------
 
 lint: $(STAMPS)/install $(LABEXT_NODE)
-	$(BIN)/ruff check jupyter_mcp tests
-	$(BIN)/ruff format --check jupyter_mcp tests
+	$(BIN)/ruff check jupyter_mcp tests benchmarks examples
+	$(BIN)/ruff format --check jupyter_mcp tests benchmarks examples
 	cd labextension && $(BIN)/jlpm lint:check
 
 format: $(STAMPS)/install $(LABEXT_NODE)
-	$(BIN)/ruff check --fix jupyter_mcp tests
-	$(BIN)/ruff format jupyter_mcp tests
+	$(BIN)/ruff check --fix jupyter_mcp tests benchmarks examples
+	$(BIN)/ruff format jupyter_mcp tests benchmarks examples
 	cd labextension && $(BIN)/jlpm lint
 
 wheel: $(STAMPS)/install $(LABEXT_BUILT)

@@ -3,7 +3,7 @@
 One Jupyter server (with JupyterLab and jupyter_mcp) and one headless Chromium showing the same
 file in JupyterLab's editor. Each round reads the file once through the browser bridge (server →
 websocket → the editor's model → back) and once from disk, alternating, over keep-alive
-connections, so both figures share the machine's state. Target (issue 8): browser p50 < 30 ms.
+connections, so both figures share the machine's state. Target: browser p50 < 30 ms.
 The machine is shared and busy: figures are under load.
 
     .venv/bin/python benchmarks/bench_editor.py [--calls 300]

@@ -1,7 +1,7 @@
 """get_file_text_by_path over seed REST versus the server's own contents API.
 
 Both go to the same server over one keep-alive connection each, alternating call by call,
-so the figures share the machine's state. Target (issue 2): REST p50 at most half of the
+so the figures share the machine's state. Target: REST p50 at most half of the
 contents API's.
 
     .venv/bin/python benchmarks/bench_files.py [--calls 500]

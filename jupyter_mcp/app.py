@@ -30,10 +30,7 @@ class JupyterMCP(ExtensionApp):
     read_only = Bool(
         False,
         config=True,
-        help=(
-            "Hide and refuse every tool that is not read-only "
-            "(the specification's Restricted Mode)."
-        ),
+        help="Hide and refuse every tool that is not read-only.",
     )
     disabled_tools = List(
         Unicode(),
@@ -264,6 +261,3 @@ class JupyterMCP(ExtensionApp):
         executor = getattr(self, "tool_executor", None)
         if executor is not None:
             executor.shutdown(wait=False, cancel_futures=True)
-
-
-main = launch_instance = JupyterMCP.launch_instance

@@ -288,4 +288,4 @@ class CodeService:
 
 def timeout(ctx: ToolContext) -> float:
     """The time limit of one code-analysis call, in seconds (``c.JupyterMCP.code_timeout``)."""
-    return float(getattr(ctx.settings, "code_timeout", DEFAULT_TIMEOUT) or DEFAULT_TIMEOUT)
+    return ctx.settings.code_timeout or DEFAULT_TIMEOUT

@@ -209,7 +209,7 @@ class Reference:
     module: bool = False
 
     def as_json(self, root: Path) -> dict[str, Any]:
-        """The wire form of the spec."""
+        """The wire form: the path relative to ``root`` and the range of the name."""
         return {
             "path": self.path.relative_to(root).as_posix(),
             "line": self.line,

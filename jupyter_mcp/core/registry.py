@@ -30,25 +30,34 @@ from .errors import ToolError
 if TYPE_CHECKING:
     from .context import ToolContext
 
-WINDOW_PROPERTIES: dict[str, Any] = {
-    "resultStart": {
-        "type": "integer",
-        "minimum": 0,
-        "maximum": 9007199254740991,
-        "default": 0,
-        "description": "First character offset of the result to return. Use 0 for the first call.",
-    },
-    "resultEnd": {
-        "type": "integer",
-        "minimum": 1,
-        "maximum": 9007199254740991,
-        "default": 8000,
-        "description": (
-            "Exclusive end offset. resultEnd - resultStart must be at most 8000. "
-            "Increment resultStart by 8000 to page through large results."
-        ),
-    },
-}
+
+def window_properties(window: int) -> dict[str, Any]:
+    """The ``resultStart``/``resultEnd`` properties every listed schema adds.
+
+    ``window`` is the server's largest window (``c.JupyterMCP.result_window``), so what a
+    client is told is what :func:`parse_window` enforces.
+    """
+    return {
+        "resultStart": {
+            "type": "integer",
+            "minimum": 0,
+            "maximum": 9007199254740991,
+            "default": 0,
+            "description": (
+                "First character offset of the result to return. Use 0 for the first call."
+            ),
+        },
+        "resultEnd": {
+            "type": "integer",
+            "minimum": 1,
+            "maximum": 9007199254740991,
+            "default": window,
+            "description": (
+                f"Exclusive end offset. resultEnd - resultStart must be at most {window}. "
+                f"Increment resultStart by {window} to page through large results."
+            ),
+        },
+    }
 
 
 @dataclass
@@ -95,10 +104,11 @@ class Tool:
             schema["additionalProperties"] = False
         return schema
 
-    def advertised_schema(self) -> dict[str, Any]:
-        """The schema clients see: the tool's arguments plus ``resultStart``/``resultEnd``."""
+    def advertised_schema(self, window: int) -> dict[str, Any]:
+        """The schema clients see: the tool's arguments plus ``resultStart``/``resultEnd``
+        for a result window of at most ``window`` characters."""
         schema = self.input_schema
-        schema["properties"] = {**schema.get("properties", {}), **WINDOW_PROPERTIES}
+        schema["properties"] = {**schema.get("properties", {}), **window_properties(window)}
         return schema
 
     @property
@@ -326,7 +336,7 @@ class Registry:
             {
                 "name": t.name,
                 "description": t.description,
-                "inputSchema": t.advertised_schema(),
+                "inputSchema": t.advertised_schema(ctx.settings.result_window),
             }
             for t in self.visible(ctx)
         ]

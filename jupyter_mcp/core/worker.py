@@ -118,11 +118,6 @@ class WorkerProcess:
             raise ToolError(value)
         return value
 
-    def stop(self) -> None:
-        """Stop the child now (the next call starts a new one)."""
-        with self._lock:
-            self._stop()
-
     def close(self) -> None:
         """Stop the child for good; later calls raise :class:`WorkerFailed`."""
         self._closed = True

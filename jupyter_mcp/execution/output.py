@@ -2,12 +2,11 @@
 
 An :class:`OutputBuffer` keeps the most recent ``cap`` characters of a stream with absolute
 offsets, so a reader can ask for "everything after offset N" and be told when the start of
-what it asked for was dropped. Waiters are woken on the event loop when text arrives.
+what it asked for was dropped.
 """
 
 from __future__ import annotations
 
-import asyncio
 import re
 import threading
 from dataclasses import dataclass
@@ -55,7 +54,6 @@ class OutputBuffer:
         self._text = ""
         self._start = 0  # absolute offset of self._text[0]
         self._lock = threading.Lock()
-        self._waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = []
 
     @property
     def end(self) -> int:
@@ -64,7 +62,7 @@ class OutputBuffer:
             return self._start + len(self._text)
 
     def append(self, text: str) -> None:
-        """Add ``text``, dropping the oldest characters beyond the cap; wake waiters."""
+        """Add ``text``, dropping the oldest characters beyond the cap."""
         if not text:
             return
         with self._lock:
@@ -73,9 +71,6 @@ class OutputBuffer:
             if excess > 0:
                 self._text = self._text[excess:]
                 self._start += excess
-            waiters, self._waiters = self._waiters, []
-        for loop, future in waiters:
-            loop.call_soon_threadsafe(_resolve, future)
 
     def read(self, since: int = 0) -> Chunk:
         """Everything from absolute offset ``since`` on (clamped to what is still kept)."""
@@ -85,25 +80,3 @@ class OutputBuffer:
             truncated = since < self._start
             begin = max(since, self._start) - self._start
             return Chunk(self._text[begin:], end, truncated)
-
-    async def wait_for_more(self, offset: int, timeout: float) -> bool:
-        """Wait up to ``timeout`` seconds for output past ``offset``; True if some arrived."""
-        loop = asyncio.get_running_loop()
-        future: asyncio.Future[None] = loop.create_future()
-        with self._lock:
-            if self._start + len(self._text) > offset:
-                return True
-            self._waiters.append((loop, future))
-        try:
-            await asyncio.wait_for(future, timeout)
-            return True
-        except asyncio.TimeoutError:
-            return False
-        finally:
-            with self._lock:
-                self._waiters = [w for w in self._waiters if w[1] is not future]
-
-
-def _resolve(future: asyncio.Future[None]) -> None:
-    if not future.done():
-        future.set_result(None)

@@ -48,7 +48,7 @@ NETWORK_TIMEOUT = 60.0
 #: Seconds a call waits for another git operation on the same repository to finish.
 LOCK_TIMEOUT = NETWORK_TIMEOUT + LOCAL_TIMEOUT
 
-#: Change types of the specification.
+#: Change types a status or diff entry reports.
 MODIFICATION = "MODIFICATION"
 ADDITION = "ADDITION"
 DELETION = "DELETION"
@@ -244,7 +244,7 @@ class GitProject:
         else:
             full = Path(os.path.realpath(candidate.parent)) / candidate.name
         # The leaf stays lexical so a link inside the project is handled as the link, but a
-        # link that leads outside the root is refused like every other path tool (DESIGN §5).
+        # link that leads outside the root is refused like every other path tool.
         if not is_inside(self.root, full) or (
             full.is_symlink() and not is_inside(self.root, Path(os.path.realpath(full)))
         ):
@@ -486,7 +486,7 @@ class GitProject:
                 entry["pathInProject"] = self.shown_path(name)
             entries.append(entry)
         if not entries:
-            # Untracked or only staged: not committed yet, so no commits (the spec's array).
+            # Untracked or only staged: not committed yet, so no commits (an empty array).
             self._require_on_disk(on_disk, path_in_project)
         return entries
 

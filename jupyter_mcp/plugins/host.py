@@ -1,10 +1,10 @@
-"""Tools from other packages (spec/plugin-tools.md, in Python).
+"""Tools from other packages, declared through an entry point.
 
 A package adds tools with an entry point in the group ``jupyter_mcp.tools``. The entry point's
 name is the plugin id; the object it loads (a module, an instance, or a class instantiated with
 no arguments) has
 
-- ``tools``: a list of declarations, each a dict (or an object with attributes) with the spec's
+- ``tools``: a list of declarations, each a dict (or an object with attributes) with the
   fields ``name`` (``[a-z0-9_]{1,40}``), ``description`` (1–4096 bytes), ``inputSchema`` (a dict,
   or a path inside the plugin's package to a JSON file: a self-contained JSON Schema of an object,
   at most 256 KiB, local ``$ref`` only), ``readOnly`` and ``destructive`` (both required booleans);

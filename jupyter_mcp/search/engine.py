@@ -152,7 +152,7 @@ def _selected(
 def mark_truncated(results: list[dict[str, Any]], limit: int) -> None:
     """Flag a result cut at ``limit``: its last entry gets ``truncated`` and ``maxResults``.
 
-    The spec's result is an array of files, so the flag rides on the last real entry rather
+    The tool's result is an array of files, so the flag rides on the last real entry rather
     than on an extra entry without a path.
     """
     if results:

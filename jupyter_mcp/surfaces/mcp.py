@@ -104,14 +104,15 @@ class _CallLogHandler(logging.Handler):
             sink(record)
 
 
-def mcp_tool(tool: Tool) -> types.Tool:
-    """The MCP declaration of a registry tool: schema, title and every annotation hint."""
+def mcp_tool(tool: Tool, window: int) -> types.Tool:
+    """The MCP declaration of a registry tool: schema (for a result window of ``window``
+    characters), title and every annotation hint."""
     hints = tool.annotations
     return types.Tool(
         name=tool.name,
         title=hints["title"],
         description=tool.description,
-        input_schema=tool.advertised_schema(),
+        input_schema=tool.advertised_schema(window),
         annotations=types.ToolAnnotations(
             title=hints["title"],
             read_only_hint=hints["readOnlyHint"],
@@ -441,7 +442,9 @@ class MCPSurface:
 
     def _input_schema(self, name: str) -> dict[str, Any] | None:
         tool = next((t for t in self.registry.visible(self.ctx) if t.name == name), None)
-        return tool.advertised_schema() if tool is not None else None
+        if tool is None:
+            return None
+        return tool.advertised_schema(self.ctx.settings.result_window)
 
     async def _list_tools(
         self, rctx: Any, params: types.PaginatedRequestParams | None
@@ -453,7 +456,7 @@ class MCPSurface:
         page = visible[offset : offset + self.page_size]
         following = offset + len(page)
         return types.ListToolsResult(
-            tools=[mcp_tool(t) for t in page],
+            tools=[mcp_tool(t, self.ctx.settings.result_window) for t in page],
             next_cursor=encode_cursor(following) if following < len(visible) else None,
         )
 

@@ -37,7 +37,7 @@ def environment(handler: MCPBaseHandler) -> dict[str, Any]:
 
 
 class SeedInfoHandler(MCPBaseHandler):
-    """GET or POST answering ``{"jsonrpc": "2.0", "id": 0, "result": ...}``, as the seed spec."""
+    """GET or POST answering ``{"jsonrpc": "2.0", "id": 0, "result": ...}`` (the seed REST form)."""
 
     def result(self) -> dict[str, Any]:
         """The ``result`` member of the answer: each route says its own."""

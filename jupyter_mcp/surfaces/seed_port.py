@@ -1,6 +1,6 @@
 """The opt-in seed port-range listener: the server's web app also on a port clients scan for.
 
-Clients of the seed specification look for an IDE by trying the ports 9960–9990 on the loopback
+Clients of seed REST look for an IDE by trying the ports 9960–9990 on the loopback
 interface. With ``c.JupyterMCP.port_range`` set, the extension listens on the first free port of
 that range too, on 127.0.0.1 only, serving the very same web application: the same routes
 (:mod:`jupyter_mcp.surfaces.routes`), ``base_url`` and Jupyter auth as the main port.

@@ -1,4 +1,4 @@
-"""The built-in tools, one module per area of the specification."""
+"""The built-in tools, one module per area (files, editor, search, code, git, terminal …)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Action tools (spec 39–40): JupyterLab's command registry, through the browser bridge.
+"""Action tools: JupyterLab's command registry, through the browser bridge.
 
 ``list_available_actions`` lists the commands a user could run now in the active JupyterLab
 window (enabled, visible, with a label). ``execute_action_by_id`` runs one without waiting for

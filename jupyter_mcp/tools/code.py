@@ -1,4 +1,4 @@
-"""Code tools (spec 15–17): symbols of a file, references of a symbol, refactorings.
+"""Code tools: symbols of a file, references of a symbol, refactorings.
 
 The work is jedi's (see :mod:`jupyter_mcp.code.engine`); positions are 0-based lines and
 characters of the file's text view, so a notebook's positions are those of the percent-format
@@ -45,7 +45,7 @@ CHARACTER = {
     title="Get file symbols",
 )
 def get_symbols_in_file(ctx: ToolContext, pathInProject: str) -> dict[str, Any]:
-    """The symbols of a file, as the spec shapes them."""
+    """The symbols of a file: name, kind, ranges and detail, class members as children."""
     source = load_source(ctx, pathInProject, tool="get_symbols_in_file")
     intel = ctx.services.code.intel()
     symbols = intel.call(

@@ -1,4 +1,4 @@
-"""Debug tools (spec 18–19): line breakpoints kept by the server.
+"""Debug tools: line breakpoints kept by the server.
 
 Breakpoints live in the server's :class:`~jupyter_mcp.execution.breakpoints.BreakpointStore`
 (``ctx.services.breakpoints``); lines are 1-based and, for notebooks, lines of the

@@ -1,9 +1,9 @@
-"""Editor tools (spec 1–5): the document focused last in JupyterLab is the active editor.
+"""Editor tools: the document focused last in JupyterLab is the active editor.
 
 Reads include unsaved edits, and a notebook reads as its percent-format view. Edits go through
 the live document model in the browser, so they show at once, are undoable with Ctrl+Z and are
-saved by the user's own save. With no JupyterLab window connected, reads answer ``""`` as the
-specification says and edits fail with a clear error.
+saved by the user's own save. With no JupyterLab window connected, reads answer ``""`` (no
+active editor) and edits fail with a clear error.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""File tools (spec 6–12): read, rewrite, create, list, edit at a position, append, replace.
+"""File tools: read, rewrite, create, list, edit at a position, append, replace.
 
 Notebooks are read and written through their percent-format text view, so an agent edits a
 ``.ipynb`` as a script while outputs and metadata of untouched cells stay in place.

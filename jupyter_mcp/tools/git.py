@@ -1,4 +1,4 @@
-"""Git tools (spec 27–36) and the grouped ``branch_action``, on the repository of the project.
+"""Git tools and the grouped ``branch_action``, on the repository of the project.
 
 The git work lives in :mod:`jupyter_mcp.git.repo`; these declarations open the repository
 (holding its lock), call one operation and tell open editors about files a branch switch,

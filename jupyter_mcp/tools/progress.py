@@ -1,4 +1,4 @@
-"""Progress indicators (spec 41): what is running now on the server.
+"""Progress indicators: what is running now on the server.
 
 Running run configurations, background commands, a command still running in the project
 terminal, and kernels that are busy (execution state from the server's kernel manager), each

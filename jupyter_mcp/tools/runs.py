@@ -1,4 +1,4 @@
-"""Run configuration tools (spec 20–21), plus following and stopping a run.
+"""Run configuration tools, plus following and stopping a run.
 
 Configurations come from the project (see :mod:`jupyter_mcp.execution.run_configs`); a run
 executes in a kernel the server manages, and ``get_run_output`` / ``stop_run_configuration``
@@ -65,7 +65,7 @@ async def run_configuration(ctx: ToolContext, configName: str) -> str:
 
 @tools.tool(
     "get_run_output",
-    "Beyond the specification: the status (running, succeeded, failed, stopped, error), exit "
+    "The status (running, succeeded, failed, stopped, error), exit "
     "code, start/end time and output of the latest run of a configuration (the latest run of "
     "any when configName is omitted); a program's stdout and stderr are merged, a notebook's "
     "cell outputs are shown as text. With waitMs, wait up to that long for it to finish "
@@ -103,7 +103,7 @@ async def get_run_output(
 
 @tools.tool(
     "stop_run_configuration",
-    "Beyond the specification: stop the running run of a configuration (interrupts its kernel "
+    "Stop the running run of a configuration (interrupts its kernel "
     "and the program it runs, then shuts the kernel down). Returns 'Run configuration stopped'.",
     {"configName": CONFIG_NAME},
     required=["configName"],

@@ -1,4 +1,4 @@
-"""Search tools (spec 13–14): text in project files, and files by name.
+"""Search tools: text in project files, and files by name.
 
 The work happens in :mod:`jupyter_mcp.search.engine` over a
 :class:`~jupyter_mcp.search.index.ProjectIndex` (ignore rules, VCS folders, binary and large

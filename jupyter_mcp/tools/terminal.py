@@ -1,4 +1,4 @@
-"""Terminal tools (spec 22–26): the visible project terminal, background commands, waiting.
+"""Terminal tools: the visible project terminal, background commands, waiting.
 
 ``execute_terminal_command`` types into the Jupyter terminal named ``mcp`` (JupyterLab lists it
 under Terminals), ``read_terminal_output`` reads back what that terminal printed, and
@@ -81,7 +81,7 @@ WAIT_FOR_OUTPUT = {
     "type": "boolean",
     "default": False,
     "description": (
-        "Beyond the specification: wait for the command to finish (at most `timeout` ms) and "
+        "Wait for the command to finish (at most `timeout` ms) and "
         "return its output as well. Without it the call returns as soon as the command is typed."
     ),
 }

@@ -7,7 +7,7 @@ import { RequestHandlers } from './protocol';
 
 /**
  * How long to wait for a command to fail at once before answering "ok" (commands are not
- * awaited to completion, as the specification says).
+ * awaited to completion: the answer only says the command started).
  */
 const EARLY_FAILURE_MS = 150;
 

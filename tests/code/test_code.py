@@ -1,4 +1,4 @@
-"""Code tools (spec 15–17) through a real Jupyter server, on a small but realistic project.
+"""Code tools through a real Jupyter server, on a small but realistic project.
 
 The fixture is a package ``shop`` (models with a class hierarchy, a service importing them, a
 util module imported under an alias) and a notebook ``analysis.ipynb`` that imports the package,

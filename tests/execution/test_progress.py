@@ -25,8 +25,24 @@ async def _until(predicate: Any, ok: Any, seconds: float = 30) -> list[dict[str,
 def _check_shape(indicator: dict[str, Any]) -> None:
     assert isinstance(indicator["title"], str) and indicator["title"]
     started = datetime.fromisoformat(indicator["startTime"].replace("Z", "+00:00"))
-    assert abs(time.time() - started.timestamp()) < 120
-    assert isinstance(indicator["elapsedMs"], int) and indicator["elapsedMs"] >= 0
+    since_start_ms = (time.time() - started.timestamp()) * 1000
+    assert since_start_ms < 120_000
+    # Counted in milliseconds from the start time it gives, up to when it was answered.
+    assert isinstance(indicator["elapsedMs"], int) and indicator["elapsedMs"] <= since_start_ms + 1
+
+
+#: Seconds between two reads of the same indicators.
+PAUSE = 0.3
+
+
+async def _check_elapsed_grows(indicators: list[dict[str, Any]], ok: Any) -> None:
+    """Read again after a pause: each indicator kept its start time and counted the pause."""
+    await asyncio.sleep(PAUSE)
+    again = {i["id"]: i for i in await ok("get_progress_indicators")}
+    for first in indicators:
+        later = again[first["id"]]
+        assert later["startTime"] == first["startTime"]
+        assert later["elapsedMs"] - first["elapsedMs"] >= PAUSE * 1000 - 1, (first, later)
 
 
 async def test_idle_server_has_no_indicators(ok: Any) -> None:
@@ -34,13 +50,12 @@ async def test_idle_server_has_no_indicators(ok: Any) -> None:
 
 
 async def test_background_command_is_listed_while_it_runs(ok: Any) -> None:
-    running = asyncio.create_task(
-        ok("run_command_on_background", command="sleep 1.5; echo finished")
-    )
+    running = asyncio.create_task(ok("run_command_on_background", command="sleep 3; echo finished"))
     indicators = await _until(lambda found: found, ok)
     assert [i["kind"] for i in indicators] == ["backgroundCommand"]
-    assert "sleep 1.5; echo finished" in indicators[0]["title"]
+    assert "sleep 3; echo finished" in indicators[0]["title"]
     _check_shape(indicators[0])
+    await _check_elapsed_grows(indicators, ok)
     assert (await running)["stdout"] == "finished"
     assert await ok("get_progress_indicators") == []
 
@@ -66,6 +81,7 @@ async def test_run_configuration_and_busy_kernel_are_listed(
         assert "busy" in kinds["kernel"]["title"]
         for indicator in indicators:
             _check_shape(indicator)
+        await _check_elapsed_grows(indicators, ok)
         await ok("stop_run_configuration", configName="Long Task")
         indicators = await _until(lambda found: found == [], ok, seconds=30)
         assert indicators == []
@@ -75,9 +91,10 @@ async def test_run_configuration_and_busy_kernel_are_listed(
 
 
 async def test_terminal_command_is_listed(ok: Any) -> None:
-    await ok("execute_terminal_command", command="sleep 2")
+    await ok("execute_terminal_command", command="sleep 3")
     indicators = await _until(lambda found: found, ok, seconds=10)
     assert [i["kind"] for i in indicators] == ["terminalCommand"]
-    assert indicators[0]["title"] == "Terminal mcp: sleep 2"
+    assert indicators[0]["title"] == "Terminal mcp: sleep 3"
     _check_shape(indicators[0])
+    await _check_elapsed_grows(indicators, ok)
     assert await _until(lambda found: found == [], ok, seconds=15) == []

@@ -8,6 +8,7 @@ import logging
 import shutil
 import time
 import uuid
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -105,6 +106,11 @@ def project(jp_root_dir: Path) -> Path:
     (jp_root_dir / "tests" / "test_sample.py").write_text("def test_ok():\n    assert 1 + 1 == 2\n")
     (jp_root_dir / "marker.txt").write_text(marker)
     return jp_root_dir
+
+
+def _instant(iso: str) -> float:
+    """A start or end time of a run report, in seconds since the epoch."""
+    return datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp()
 
 
 async def _wait_done(ok: Any, name: str, seconds: float = 90) -> dict[str, Any]:
@@ -209,7 +215,11 @@ async def test_task_and_launch_configuration_run_in_kernels(
     assert task["status"] == "succeeded" and task["exitCode"] == 0
     assert (project / "task.txt").read_text().strip() == "task-ran"
     assert str(project.resolve()) in task["output"]  # tasks run in the project root
-    assert task["endTime"] and task["elapsedMs"] >= 0
+    # A finished run's elapsed time is its start-to-end time, and stops growing.
+    start, end = (_instant(task[k]) for k in ("startTime", "endTime"))
+    assert abs(task["elapsedMs"] - (end - start) * 1000) <= 2
+    await asyncio.sleep(0.1)
+    assert (await ok("get_run_output", configName="Write Marker"))["elapsedMs"] == task["elapsedMs"]
 
     launch = await _wait_done(ok, "Run Script")
     assert launch["status"] == "failed" and launch["exitCode"] == 3

@@ -1,4 +1,4 @@
-"""Git tools (spec 27–36) and branch_action, on real repositories built in each test.
+"""Git tools and branch_action, on real repositories built in each test.
 
 The server's root (``jp_root_dir``) is made a git repository (or a clone of a bare remote, or
 a sub-folder of a repository); every refused operation is checked to leave the working tree,
@@ -274,7 +274,7 @@ async def test_file_history_follows_renames_and_limits(ok, fails, repo):
     assert error == (
         "File not found: nope.txt is neither in the project nor in the current branch's history"
     )
-    # Files not committed yet have no commits: the spec's array, empty.
+    # Files not committed yet have no commits: an empty array.
     (repo / "untracked.txt").write_text("u")
     assert await ok("get_file_history", pathInProject="untracked.txt") == []
     (repo / "staged.txt").write_text("s")

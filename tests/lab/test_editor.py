@@ -448,13 +448,17 @@ async def test_every_call_is_shown_in_the_activity_panel(
     first, second = (m["record"] for m in window.of_type("activity")[:2])
     assert first["tool"] == "get_file_text_by_path" and first["ok"] is True
     assert first["arguments"] == 'pathInProject="a.py"'
-    assert first["durationMs"] >= 0
     assert second["ok"] is False and "File not found: missing.py" in second["error"]
     # A window that connects later gets the history in its welcome.
     ws = await jp_ws_fetch("mcp", "bridge", params={"window": "late"})
     welcome = json.loads(await ws.read_message())
     assert [r["tool"] for r in welcome["activity"]][-2:] == ["get_file_text_by_path"] * 2
     ws.close()
+    # The duration shown is the call's own: a command that sleeps 0.3 s took at least that.
+    await ok("run_command_on_background", command="sleep 0.3")
+    await until(lambda: len(window.of_type("activity")) >= 3)
+    slow = window.of_type("activity")[2]["record"]
+    assert slow["tool"] == "run_command_on_background" and slow["durationMs"] >= 300
 
 
 # -- breakpoints ---------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""Project tools (spec 37–38): types from marker files, extensions, dependencies."""
+"""Project tools: types from marker files, extensions, dependencies."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Search tools (spec 13–14) through a real Jupyter server, and the project index directly."""
+"""Search tools through a real Jupyter server, and the project index directly."""
 
 from __future__ import annotations
 

@@ -88,7 +88,9 @@ async def test_handshake_gives_server_info_and_instructions(connect, mode):
 
 async def test_ping_on_legacy_session(connect):
     async with connect("legacy") as client:
-        assert (await client.session.send_ping()) is not None
+        # send_ping raises unless the server answers; the session stays usable after it.
+        await asyncio.wait_for(client.session.send_ping(), timeout=10)
+        assert (await client.list_tools(cache_mode="refresh")).tools
 
 
 # --- tools/list -------------------------------------------------------------------------
@@ -100,6 +102,7 @@ async def test_lists_every_registry_tool_with_annotations_and_schema(connect, mc
         listed = await list_all(client)
 
     expected = mcp_app.registry.visible(mcp_app.tool_context)
+    window = mcp_app.tool_context.settings.result_window
     assert [t.name for t in listed] == [t.name for t in expected]
     by_name = {t.name: t for t in listed}
     for tool in expected:
@@ -111,10 +114,43 @@ async def test_lists_every_registry_tool_with_annotations_and_schema(connect, mc
         assert got.annotations.destructive_hint is hints["destructiveHint"]
         assert got.annotations.idempotent_hint is hints["idempotentHint"]
         assert got.annotations.open_world_hint is hints["openWorldHint"]
-        assert got.input_schema == tool.advertised_schema()
+        assert got.input_schema == tool.advertised_schema(window)
     reader = by_name["get_file_text_by_path"]
     assert reader.annotations.read_only_hint is True
     assert "resultStart" in reader.input_schema["properties"]
+
+
+SMALL_WINDOW = {
+    "ServerApp": {
+        "jpserver_extensions": {"jupyter_mcp": True},
+        "allow_unauthenticated_access": False,
+    },
+    "JupyterMCP": {"result_window": 500},
+}
+
+
+@pytest.mark.parametrize("jp_server_config", [SMALL_WINDOW])
+@pytest.mark.parametrize("mode", MODES)
+async def test_every_surface_advertises_the_configured_result_window(
+    connect, jp_fetch, jp_root_dir, mode
+):
+    # Given c.JupyterMCP.result_window = 500, every listed schema says 500 …
+    async with connect(mode) as client:
+        listed = await list_all(client)
+        assert "at most 500 characters" in (client.instructions or "")
+        (jp_root_dir / "big.txt").write_text("x" * 2000)
+        answer = await client.call_tool("get_file_text_by_path", {"pathInProject": "big.txt"})
+    seed = json.loads((await jp_fetch("mcp", "list_tools")).body)
+    proxied = json.loads((await jp_fetch("api", "mcp", "list_tools")).body)
+    schemas = [t.input_schema for t in listed] + [t["inputSchema"] for t in seed + proxied]
+    assert len(schemas) == 3 * len(listed)
+    for schema in schemas:
+        end = schema["properties"]["resultEnd"]
+        assert end["default"] == 500
+        assert "at most 500." in end["description"] and "8000" not in end["description"]
+    # … and that is the window a call gets.
+    assert len(answer.content[0].text) == 500
+    assert "resultStart=500" in answer.content[1].text
 
 
 @pytest.mark.parametrize("mode", MODES)
