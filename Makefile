@@ -39,7 +39,7 @@ LABEXT_SOURCES := $(shell find labextension/src labextension/style -type f 2>/de
 help:
 	@echo "make run     JupyterLab with jupyter-mcp on notebooks/ (prints URL, token, curl line)"
 	@echo "make test    everything the tests need, then the whole test suite"
-	@echo "make lint    ruff check + ruff format --check; eslint, prettier, stylelint --check"
+	@echo "make lint    ruff check + format --check, mypy; eslint, prettier, stylelint --check"
 	@echo "make wheel   build dist/jupyter_mcp-*.whl (labextension included)"
 	@echo "make clean   remove the venv, built assets and node_modules"
 
@@ -140,6 +140,7 @@ test: test-deps lint
 lint: $(STAMPS)/install $(LABEXT_NODE)
 	$(BIN)/ruff check jupyter_mcp tests benchmarks examples
 	$(BIN)/ruff format --check jupyter_mcp tests benchmarks examples
+	$(BIN)/mypy
 	cd labextension && $(BIN)/jlpm lint:check
 
 format: $(STAMPS)/install $(LABEXT_NODE)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import fields
+from pathlib import Path
 from typing import Any
 
 from jupyter_server.extension.application import ExtensionApp
@@ -177,7 +178,8 @@ class JupyterMCP(ExtensionApp):
             if isinstance(value, list):
                 # A snapshot is shared by concurrent calls: lists become immutable, of the
                 # field's own kind (frozenset or tuple).
-                value = type(f.default)(value)
+                kind: Any = f.default
+                value = type(kind)(value)
             values[f.name] = value
         return Settings(**values)
 
@@ -204,8 +206,10 @@ class JupyterMCP(ExtensionApp):
     def initialize_settings(self) -> None:
         """Build the registry, the context every tool call shares, and its services."""
         # The contents manager's root is the one JupyterLab's file browser shows.
-        contents_manager = getattr(self.serverapp, "contents_manager", None)
-        root_dir = getattr(contents_manager, "root_dir", None) or self.serverapp.root_dir
+        serverapp = self.serverapp
+        assert serverapp is not None  # jupyter_server links the extension before this call
+        contents_manager = getattr(serverapp, "contents_manager", None)
+        root_dir = Path(getattr(contents_manager, "root_dir", None) or serverapp.root_dir)
         self.tool_executor = ThreadPoolExecutor(
             max_workers=self.tool_threads, thread_name_prefix="jupyter-mcp-tool"
         )

@@ -17,7 +17,7 @@ import json
 import logging
 import math
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -157,23 +157,27 @@ def _error_rank(error: ValidationError) -> tuple[int, str]:
 def describe_validation_error(error: ValidationError) -> str:
     """A one-line description of a schema violation that names the offending field."""
     where = ".".join(str(p) for p in error.absolute_path)
+    # jsonschema types these as possibly unset; for the validators named below they are set.
+    value: Any = error.validator_value
+    schema: Any = error.schema
+    instance: Any = error.instance
     if error.validator == "required":
-        missing = [name for name in error.validator_value if name not in (error.instance or {})]
+        missing = [name for name in value if name not in (instance or {})]
         prefix = f"{where}." if where else ""
         return f"missing required field '{prefix}{missing[0] if missing else error.message}'"
     if error.validator == "additionalProperties":
-        extra = sorted(set(error.instance) - set(error.schema.get("properties", {})))
+        extra = sorted(set(instance) - set(schema.get("properties", {})))
         prefix = f"{where}." if where else ""
         return "unknown field " + ", ".join(f"'{prefix}{e}'" for e in extra)
     if error.validator == "type":
-        expected = error.validator_value
+        expected = value
         expected_text = " or ".join(expected) if isinstance(expected, list) else expected
         return (
             f"field '{where}' must be {_article(expected_text)} {expected_text}, "
             f"got {_json_type(error.instance)}"
         )
     if error.validator == "enum":
-        options = ", ".join(json.dumps(v) for v in error.validator_value)
+        options = ", ".join(json.dumps(v) for v in value)
         return f"field '{where}' must be one of {options}, got {json.dumps(error.instance)}"
     return f"field '{where}': {error.message}" if where else error.message
 
@@ -228,7 +232,7 @@ class ToolSet:
 
         return register
 
-    def __iter__(self):  # type: ignore[no-untyped-def]
+    def __iter__(self) -> Iterator[Tool]:
         return iter(self.tools)
 
 

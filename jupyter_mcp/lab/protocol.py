@@ -121,7 +121,7 @@ def _request(stub: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:
         bound = signature.bind(*args, **kwargs)
         self = bound.arguments.pop("self")
         params = {name: value for name, value in bound.arguments.items() if value is not None}
-        return await self._send(method, params)  # type: ignore[no-any-return]
+        return await self._send(method, params)
 
     return send
 

@@ -57,8 +57,8 @@ try:  # Linux only (a dependency there); elsewhere every refresh re-stats the tr
     from inotify_simple import INotify
     from inotify_simple import flags as _in
 except ImportError:  # pragma: no cover - not Linux, or not installed
-    INotify = None  # type: ignore[assignment,misc]
-    _in = None  # type: ignore[assignment]
+    INotify = None
+    _in = None
 
 if _in is not None:
     _IN_Q_OVERFLOW = int(_in.Q_OVERFLOW)

@@ -10,35 +10,50 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import urlparse
 
 from jupyter_server.base.handlers import APIHandler
 from jupyter_server.extension.handler import ExtensionHandlerMixin
 from tornado import web
 
+if TYPE_CHECKING:
+    from ..app import JupyterMCP
+    from ..core.context import ToolContext
+    from ..core.registry import Registry
+
 #: The Jupyter authorization resource of every route: ``mcp`` (``execute`` to call tools).
 AUTH_RESOURCE = "mcp"
 
 
-class MCPBaseHandler(ExtensionHandlerMixin, APIHandler):
+class MCPAppMixin(ExtensionHandlerMixin):
+    """The extension app, typed, for every handler of the extension."""
+
+    @property
+    def mcp_app(self) -> JupyterMCP:
+        """The extension app these routes belong to."""
+        return cast("JupyterMCP", self.extensionapp)
+
+
+class MCPBaseHandler(MCPAppMixin, APIHandler):
     """Common ground: origin validation, JSON answers and errors, the tool context."""
 
     auth_resource = AUTH_RESOURCE
 
-    async def prepare(self, *args: Any, **kwargs: Any) -> None:  # type: ignore[override]
+    async def prepare(self, *args: Any, **kwargs: Any) -> None:
         """Refuse disallowed browser origins before anything else happens."""
         await super().prepare(*args, **kwargs)
-        if not origin_allowed(self):
+        if not origin_allowed(self, self.mcp_app.allowed_origins):
             raise web.HTTPError(403, "Origin not allowed: %s", self.request.headers.get("Origin"))
 
     @property
-    def ctx(self):  # type: ignore[no-untyped-def]
-        return self.extensionapp.tool_context
+    def ctx(self) -> ToolContext:
+        return self.mcp_app.tool_context
 
     @property
-    def registry(self):  # type: ignore[no-untyped-def]
-        return self.extensionapp.registry
+    def registry(self) -> Registry:
+        return self.mcp_app.registry
 
     def send_json(self, payload: Any, status: int = 200) -> None:
         """Finish with a JSON body (UTF-8, no ASCII escaping)."""
@@ -67,16 +82,16 @@ class MCPBaseHandler(ExtensionHandlerMixin, APIHandler):
         return {"status": None, "error": reason}
 
 
-def origin_allowed(handler: APIHandler) -> bool:
-    """True without an ``Origin`` header, or when it is the server's own or an allowed one."""
+def origin_allowed(handler: web.RequestHandler, allowed_origins: Iterable[str]) -> bool:
+    """True without an ``Origin`` header, or when it is the server's own or an allowed one
+    (``allowed_origins``, then the server's ``allow_origin`` and ``allow_origin_pat``)."""
     origin = handler.request.headers.get("Origin")
     if origin is None:
         return True
     parsed = urlparse(origin)
     if parsed.scheme in ("http", "https") and parsed.netloc == handler.request.host:
         return True
-    app = handler.extensionapp
-    if origin in app.allowed_origins:
+    if origin in allowed_origins:
         return True
     allow_origin = handler.settings.get("allow_origin", "")
     if allow_origin == "*" or (allow_origin and origin == allow_origin):

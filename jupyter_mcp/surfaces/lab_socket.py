@@ -14,17 +14,16 @@ from jupyter_core.utils import ensure_async
 from jupyter_server.auth.decorator import ws_authenticated
 from jupyter_server.base.handlers import JupyterHandler
 from jupyter_server.base.websocket import WebSocketMixin
-from jupyter_server.extension.handler import ExtensionHandlerMixin
 from tornado import web
 from tornado.websocket import WebSocketClosedError, WebSocketHandler
 
 from ..lab.editor import EditorBridge
-from .base import AUTH_RESOURCE, origin_allowed
+from .base import AUTH_RESOURCE, MCPAppMixin, origin_allowed
 
 _WINDOW_ID = re.compile(r"^[A-Za-z0-9_\-]{1,64}$")
 
 
-class LabSocketHandler(ExtensionHandlerMixin, WebSocketMixin, WebSocketHandler, JupyterHandler):
+class LabSocketHandler(MCPAppMixin, WebSocketMixin, WebSocketHandler, JupyterHandler):
     """One JupyterLab window's link: state reports in, requests out."""
 
     auth_resource = AUTH_RESOURCE
@@ -36,11 +35,11 @@ class LabSocketHandler(ExtensionHandlerMixin, WebSocketMixin, WebSocketHandler, 
 
     def check_origin(self, origin: str | None = None) -> bool:
         """The same origin rule as every tool route, applied even to token requests."""
-        return origin_allowed(self)  # type: ignore[arg-type]
+        return origin_allowed(self, self.mcp_app.allowed_origins)
 
     @property
     def bridge(self) -> EditorBridge:
-        services = self.extensionapp.tool_context.services  # type: ignore[attr-defined]
+        services = self.mcp_app.tool_context.services
         bridge: EditorBridge | None = services.editor
         if bridge is None:  # the app always makes one; a bare app would have none to link to
             raise web.HTTPError(503, "This server has no JupyterLab editor link")
@@ -67,7 +66,7 @@ class LabSocketHandler(ExtensionHandlerMixin, WebSocketMixin, WebSocketHandler, 
         if result is not None:
             await result
 
-    def open(self, *args: Any, **kwargs: Any) -> None:  # type: ignore[override]
+    def open(self, *args: Any, **kwargs: Any) -> None:
         """Register the window with the EditorBridge."""
         super().open(*args, **kwargs)
         # Requests are small and awaited one by one: without this, Nagle's algorithm and the

@@ -296,7 +296,7 @@ class _LogRelay(_Relay):
 
     def __init__(self, send: Callable[..., Any], threshold: str) -> None:
         super().__init__(send)
-        self._min = _LEVELS.index(threshold)  # type: ignore[arg-type]
+        self._min = _LEVELS.index(threshold)
 
     def record(self, record: logging.LogRecord) -> None:
         """The sink installed for the call's log records (any thread)."""
