@@ -249,13 +249,13 @@ class JupyterMCP(ExtensionApp):
         """Register the extension's routes (surfaces/routes.py) under the server's base_url."""
         from .surfaces.routes import default_handlers
 
-        self.handlers.extend(default_handlers())
+        self.handlers.extend(default_handlers(self.tool_context, self.registry))
 
     async def _start_jupyter_server_extension(self, serverapp: Any) -> None:
         """Start the standard MCP session manager once the event loop runs."""
-        from .surfaces.mcp import surface_for
-
-        await surface_for(self).start()
+        surface = self.tool_context.services.mcp_surface
+        assert surface is not None  # made in initialize_settings, which runs first
+        await surface.start()
 
     async def stop_extension(self) -> None:
         """Stop every service (sessions, runs, commands, worker processes, listeners)."""

@@ -22,7 +22,7 @@ from tornado import web
 from tornado.iostream import StreamClosedError
 
 from .base import MCPBaseHandler
-from .mcp import surface_for
+from .mcp import MCPSurface
 
 ASGIApp = Callable[[dict[str, Any], Callable[[], Awaitable[dict[str, Any]]], Any], Awaitable[None]]
 
@@ -186,6 +186,13 @@ class StreamableHTTPHandler(MCPBaseHandler):
 
     _disconnected: asyncio.Event | None = None
 
+    @property
+    def surface(self) -> MCPSurface:
+        surface = self.ctx.services.mcp_surface
+        if surface is None:  # the app always makes one; a bare app has no MCP to serve
+            raise web.HTTPError(503, "This server has no MCP surface")
+        return surface
+
     def on_connection_close(self) -> None:
         """The client went away: tell the SDK, which cancels a call still running for it."""
         if self._disconnected is not None:
@@ -193,8 +200,6 @@ class StreamableHTTPHandler(MCPBaseHandler):
 
     async def _serve(self) -> None:
         self._disconnected = asyncio.Event()
-        app = self.extensionapp
-        surface = surface_for(app)
         headers: list[tuple[bytes, bytes]] = []
         json_only = False
         for name, value in self.request.headers.get_all():
@@ -216,7 +221,7 @@ class StreamableHTTPHandler(MCPBaseHandler):
             headers.append((b"accept", self.request.headers["Accept"].encode("latin-1")))
         await serve_asgi(
             self,
-            surface.handle,
+            self.surface.handle,
             headers=headers,
             disconnected=self._disconnected,
             json_only=json_only,

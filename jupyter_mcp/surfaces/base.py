@@ -28,7 +28,18 @@ AUTH_RESOURCE = "mcp"
 
 
 class MCPAppMixin(ExtensionHandlerMixin):
-    """The extension app, typed, for every handler of the extension."""
+    """What every handler of the extension is given by the route table (``initialize``
+    keyword arguments, the jupyter_server way): the tool context and the registry."""
+
+    ctx: ToolContext
+    registry: Registry
+
+    def initialize(
+        self, name: str, *args: Any, ctx: ToolContext, registry: Registry, **kwargs: Any
+    ) -> None:
+        self.ctx = ctx
+        self.registry = registry
+        super().initialize(name, *args, **kwargs)
 
     @property
     def mcp_app(self) -> JupyterMCP:
@@ -46,14 +57,6 @@ class MCPBaseHandler(MCPAppMixin, APIHandler):
         await super().prepare(*args, **kwargs)
         if not origin_allowed(self, self.mcp_app.allowed_origins):
             raise web.HTTPError(403, "Origin not allowed: %s", self.request.headers.get("Origin"))
-
-    @property
-    def ctx(self) -> ToolContext:
-        return self.mcp_app.tool_context
-
-    @property
-    def registry(self) -> Registry:
-        return self.mcp_app.registry
 
     def send_json(self, payload: Any, status: int = 200) -> None:
         """Finish with a JSON body (UTF-8, no ASCII escaping)."""

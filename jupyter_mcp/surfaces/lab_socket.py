@@ -30,20 +30,19 @@ class LabSocketHandler(MCPAppMixin, WebSocketMixin, WebSocketHandler, JupyterHan
 
     window_id: str | None = None
 
+    @property
+    def bridge(self) -> EditorBridge:
+        bridge = self.ctx.services.editor
+        if bridge is None:  # the app always makes one; a bare app would have none to link to
+            raise web.HTTPError(503, "This server has no JupyterLab editor link")
+        return bridge
+
     def set_default_headers(self) -> None:
         """No CSP/cache headers on a websocket upgrade (as jupyter_server's kernel socket)."""
 
     def check_origin(self, origin: str | None = None) -> bool:
         """The same origin rule as every tool route, applied even to token requests."""
         return origin_allowed(self, self.mcp_app.allowed_origins)
-
-    @property
-    def bridge(self) -> EditorBridge:
-        services = self.mcp_app.tool_context.services
-        bridge: EditorBridge | None = services.editor
-        if bridge is None:  # the app always makes one; a bare app would have none to link to
-            raise web.HTTPError(503, "This server has no JupyterLab editor link")
-        return bridge
 
     async def pre_get(self) -> None:
         """Authorize the user: a window answers tool calls, so it needs ``execute`` on mcp."""

@@ -614,11 +614,3 @@ def allowed_hosts(serverapp: Any) -> list[str] | None:
     if ip:
         names.add(f"[{ip}]" if ":" in ip and not ip.startswith("[") else ip)
     return sorted({f"{name}:*" for name in names} | names)
-
-
-def surface_for(app: Any) -> MCPSurface:
-    """The extension's :class:`MCPSurface` (``ctx.services.mcp_surface``, made by the app)."""
-    surface: MCPSurface | None = app.tool_context.services.mcp_surface
-    if surface is None:
-        raise RuntimeError("This JupyterMCP app has no MCP surface (initialize_settings makes it)")
-    return surface

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..core.context import ToolContext
+from ..core.registry import Registry
 from .asgi import StreamableHTTPHandler
 from .lab_socket import LabSocketHandler
 from .rest import InitializeHandler, ListToolsHandler, ProxyToolHandler, StatusHandler, ToolHandler
@@ -16,17 +18,24 @@ from .rest import InitializeHandler, ListToolsHandler, ProxyToolHandler, StatusH
 TOOL_NAME = r"(?P<tool>[A-Za-z0-9_\-]{1,128})"
 
 
-def default_handlers() -> list[tuple[str, type[Any]]]:
-    """Routes of standard MCP, the JupyterLab socket and the seed and proxy REST surfaces."""
+def default_handlers(
+    ctx: ToolContext, registry: Registry
+) -> list[tuple[str, type[Any], dict[str, Any]]]:
+    """Routes of standard MCP, the JupyterLab socket and the seed and proxy REST surfaces.
+
+    Each handler is given its collaborators as ``initialize`` keyword arguments: the tool
+    context (whose services hold the MCP surface and the editor link) and the registry.
+    """
+    shared: dict[str, Any] = {"ctx": ctx, "registry": registry}
     return [
         # Standard MCP (Streamable HTTP) at exactly {base_url}mcp.
-        (r"/mcp", StreamableHTTPHandler),
+        (r"/mcp", StreamableHTTPHandler, shared),
         # Before the tool route, which would otherwise take "bridge" for a tool name.
-        (r"/mcp/bridge", LabSocketHandler),
-        (r"/mcp/initialize", InitializeHandler),
-        (r"/mcp/status", StatusHandler),
-        (r"/mcp/list_tools", ListToolsHandler),
-        (rf"/mcp/{TOOL_NAME}", ToolHandler),
-        (r"/api/mcp/list_tools", ListToolsHandler),
-        (rf"/api/mcp/{TOOL_NAME}", ProxyToolHandler),
+        (r"/mcp/bridge", LabSocketHandler, shared),
+        (r"/mcp/initialize", InitializeHandler, shared),
+        (r"/mcp/status", StatusHandler, shared),
+        (r"/mcp/list_tools", ListToolsHandler, shared),
+        (rf"/mcp/{TOOL_NAME}", ToolHandler, shared),
+        (r"/api/mcp/list_tools", ListToolsHandler, shared),
+        (rf"/api/mcp/{TOOL_NAME}", ProxyToolHandler, shared),
     ]

@@ -21,7 +21,6 @@ from mcp.client.streamable_http import streamable_http_client
 
 from jupyter_mcp.core.context import ToolContext
 from jupyter_mcp.core.registry import Tool
-from jupyter_mcp.surfaces.mcp import surface_for
 
 MODES = ["legacy", "auto"]
 
@@ -155,7 +154,7 @@ async def test_every_surface_advertises_the_configured_result_window(
 
 @pytest.mark.parametrize("mode", MODES)
 async def test_tools_list_pages_with_a_cursor(connect, mcp_app, mode):
-    surface_for(mcp_app).page_size = 7
+    mcp_app.tool_context.services.mcp_surface.page_size = 7
     async with connect(mode) as client:
         first = await client.list_tools(cache_mode="refresh")
         assert len(first.tools) == 7 and first.next_cursor
