@@ -10,7 +10,7 @@ from typing import Any
 from jupyter_server.extension.application import ExtensionApp
 from traitlets import Bool, Float, Int, List, TraitError, Unicode, Union, observe, validate
 
-from .core.context import ACTION_APPROVAL_PATTERNS, Settings, ToolContext
+from .core.context import Settings, ToolContext
 from .core.registry import Registry
 from .core.version import __version__
 from .lab.editor import EditorBridge
@@ -18,6 +18,9 @@ from .plugins.host import PluginHost, load_plugins
 from .services import build_services
 from .surfaces.seed_port import SeedPortListener, parse_port_range
 from .tools import builtin_tools
+
+#: Every setting's default, in one place (the fields of :class:`Settings`).
+_DEFAULTS = Settings()
 
 
 class JupyterMCP(ExtensionApp):
@@ -29,41 +32,41 @@ class JupyterMCP(ExtensionApp):
     load_other_extensions = True
 
     read_only = Bool(
-        False,
+        _DEFAULTS.read_only,
         config=True,
         help="Hide and refuse every tool that is not read-only.",
     )
     disabled_tools = List(
         Unicode(),
-        default_value=[],
+        default_value=sorted(_DEFAULTS.disabled_tools),
         config=True,
         help="Names of tools to hide and refuse, for example ['run_command_on_background'].",
     )
     disabled_plugins = List(
         Unicode(),
-        default_value=[],
+        default_value=sorted(_DEFAULTS.disabled_plugins),
         config=True,
         help="Plugin ids whose tools are hidden and refused.",
     )
     result_window = Int(
-        8000,
+        _DEFAULTS.result_window,
         config=True,
         help=(
             "Largest result window, in characters, that one call returns (resultEnd - resultStart)."
         ),
     )
     max_body_bytes = Int(
-        16 * 1024 * 1024,
+        _DEFAULTS.max_body_bytes,
         config=True,
         help="Largest request body, in bytes, that a tool route accepts.",
     )
     max_result_bytes = Int(
-        16 * 1024 * 1024,
+        _DEFAULTS.max_result_bytes,
         config=True,
         help="Largest result, in bytes, returned whole when the caller asked for no window.",
     )
     max_file_bytes = Int(
-        16 * 1024 * 1024,
+        _DEFAULTS.max_file_bytes,
         config=True,
         help="Largest file, in bytes, that the text tools read or edit.",
     )
@@ -77,13 +80,13 @@ class JupyterMCP(ExtensionApp):
         ),
     )
     approval_timeout = Float(
-        120.0,
+        _DEFAULTS.approval_timeout,
         config=True,
         help="Seconds to wait for the user to approve a call in JupyterLab before it fails.",
     )
     action_approval_patterns = List(
         Unicode(),
-        default_value=list(ACTION_APPROVAL_PATTERNS),
+        default_value=list(_DEFAULTS.action_approval_patterns),
         config=True,
         help=(
             "Glob patterns (case-insensitive) of JupyterLab command ids that execute_action_by_id "
@@ -93,7 +96,7 @@ class JupyterMCP(ExtensionApp):
         ),
     )
     plugin_timeout = Float(
-        5.0,
+        _DEFAULTS.plugin_timeout,
         min=0.001,
         config=True,
         help=(
@@ -113,12 +116,12 @@ class JupyterMCP(ExtensionApp):
     )
 
     search_max_file_bytes = Int(
-        8 * 1024 * 1024,
+        _DEFAULTS.search_max_file_bytes,
         config=True,
         help="Files larger than this many bytes are skipped by search_in_files_content.",
     )
     search_cache_bytes = Int(
-        256 * 1024 * 1024,
+        _DEFAULTS.search_cache_bytes,
         config=True,
         help=(
             "Budget of the search index's in-memory text cache (characters of file text); "
@@ -126,7 +129,7 @@ class JupyterMCP(ExtensionApp):
         ),
     )
     code_timeout = Float(
-        30.0,
+        _DEFAULTS.code_timeout,
         config=True,
         help=(
             "Seconds one code-intelligence call (symbols, references, refactorings) may take; "

@@ -24,3 +24,28 @@ def test_every_setting_has_help():
     for name, trait in JupyterMCP.class_traits(config=True).items():
         if name not in inherited:
             assert trait.help and trait.help.rstrip().endswith((".", ")")), name
+
+
+def _shown(value: object) -> set[str]:
+    """How the README may write a default: as Python writes it, or in MiB."""
+    shown = {f"`{value!r}`".replace("'", '"')}
+    if isinstance(value, int) and not isinstance(value, bool) and value % (1024 * 1024) == 0:
+        shown.add(f"{value // (1024 * 1024)} MiB")
+    return shown
+
+
+def test_the_readme_table_says_each_settings_default():
+    inherited = ExtensionApp.class_traits(config=True)
+    rows = {}
+    for line in README.read_text(encoding="utf-8").splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 3 and cells[0].startswith("`"):
+            rows[cells[0].strip("`")] = cells[1]
+    wrong = []
+    for name, trait in JupyterMCP.class_traits(config=True).items():
+        if name in inherited or name not in rows or rows[name] == "see below":
+            continue
+        default = trait.default()
+        if rows[name] not in _shown(default):
+            wrong.append(f"{name}: README says {rows[name]}, the default is {default!r}")
+    assert not wrong, "\n".join(wrong)

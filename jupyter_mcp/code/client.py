@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..core.context import ToolContext
+from ..core.context import Settings, ToolContext
 from ..core.errors import ToolError
 from ..core.worker import WorkerFailed, WorkerProcess, WorkerTimeout
 from ..documents.facts import NOTEBOOK_SUFFIX, Stamp, is_notebook
@@ -30,8 +30,6 @@ from ..documents.files import read_raw_text, read_text, transaction
 from ..documents.notebook_view import read_notebook, view_of
 from ..project.walk import iter_project_files
 from .engine import PYTHON_SUFFIXES, Changes, Delta, Source
-
-DEFAULT_TIMEOUT = 30.0
 
 
 def load_source(ctx: ToolContext, path_in_project: str, *, tool: str) -> Source:
@@ -149,7 +147,7 @@ class CodeIntel:
         root: Path,
         *,
         environment_path: str | None = None,
-        max_file_bytes: int = 16 * 1024 * 1024,
+        max_file_bytes: int = Settings.max_file_bytes,
     ) -> None:
         self.root = root
         self.environment_path = environment_path
@@ -159,7 +157,7 @@ class CodeIntel:
             "jupyter_mcp.code.engine",
             str(root),
             environment_path or "",
-            timeout=DEFAULT_TIMEOUT,
+            timeout=Settings.code_timeout,
             cwd=root,
         )
 
@@ -288,4 +286,4 @@ class CodeService:
 
 def timeout(ctx: ToolContext) -> float:
     """The time limit of one code-analysis call, in seconds (``c.JupyterMCP.code_timeout``)."""
-    return ctx.settings.code_timeout or DEFAULT_TIMEOUT
+    return ctx.settings.code_timeout or Settings.code_timeout

@@ -76,7 +76,11 @@ ACTION_APPROVAL_PATTERNS: tuple[str, ...] = (
 
 @dataclass
 class Settings:
-    """The policies and limits that tools and surfaces obey (traits of ``JupyterMCP``)."""
+    """The policies and limits that tools and surfaces obey (traits of ``JupyterMCP``).
+
+    The defaults written here are the only ones: the traits of ``JupyterMCP`` and the defaults of
+    the classes that take one of these limits read them from this class.
+    """
 
     read_only: bool = False
     disabled_tools: frozenset[str] = frozenset()
@@ -89,6 +93,7 @@ class Settings:
     action_approval_patterns: tuple[str, ...] = ACTION_APPROVAL_PATTERNS
     plugin_timeout: float = 5.0
     search_max_file_bytes: int = 8 * 1024 * 1024
+    #: Counted in characters of cached text (a character of ASCII text is a byte of the file).
     search_cache_bytes: int = 256 * 1024 * 1024
     code_timeout: float = 30.0
 

@@ -51,7 +51,7 @@ class PluginHarness:
         *,
         root_dir: str | Path,
         plugin_id: str | None = None,
-        timeout: float = 5.0,
+        timeout: float = Settings.plugin_timeout,
         read_only: bool = False,
         approve: bool | Approver | None = None,
         contents_manager: Any = None,

@@ -24,9 +24,10 @@ from typing import Any
 
 import pathspec
 
+from ..core.context import Settings
 from ..core.errors import ToolError
 from ..core.worker import WorkerBusy, WorkerFailed, WorkerProcess, WorkerStartFailed, WorkerTimeout
-from .index import DEFAULT_CACHE_BYTES, FileEntry, ProjectIndex
+from .index import FileEntry, ProjectIndex
 
 DEFAULT_MAX_RESULTS = 1000
 PREVIEW_CHARS = 200
@@ -264,7 +265,7 @@ class LocalSearch:
         root: Path | str,
         max_file_bytes: int,
         *,
-        cache_bytes: int = DEFAULT_CACHE_BYTES,
+        cache_bytes: int = Settings.search_cache_bytes,
         **index_options: Any,
     ) -> None:
         self.root = Path(os.path.realpath(root))
@@ -299,7 +300,7 @@ class WorkerSearch:
         root: Path | str,
         max_file_bytes: int,
         *,
-        cache_bytes: int = DEFAULT_CACHE_BYTES,
+        cache_bytes: int = Settings.search_cache_bytes,
         timeout: float = 120.0,
     ) -> None:
         self.root = Path(os.path.realpath(root))

@@ -25,6 +25,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..core.context import Settings
 from ..core.errors import ToolError
 from ..documents.facts import Stamp, is_notebook, looks_binary, stamp_of
 from ..documents.facts import stamp as file_stamp
@@ -38,9 +39,6 @@ from ..project.walk import (
     root_rules,
 )
 
-#: Default budget of the in-memory text cache (``JupyterMCP.search_cache_bytes``), counted in
-#: characters of cached text (a character of ASCII text is a byte of the file).
-DEFAULT_CACHE_BYTES = 256 * 1024 * 1024
 #: Characters that re.IGNORECASE matches with an ASCII letter but that ``str.lower`` does not
 #: turn into that letter alone (ſ → s; ı and İ → i).
 FOLD_SPECIALS = "ſıİ"
@@ -149,8 +147,8 @@ class ProjectIndex:
         self,
         root: Path | str,
         *,
-        max_file_bytes: int = 8 * 1024 * 1024,
-        cache_bytes: int = DEFAULT_CACHE_BYTES,
+        max_file_bytes: int = Settings.search_max_file_bytes,
+        cache_bytes: int = Settings.search_cache_bytes,
         use_events: bool = True,
     ) -> None:
         self.root = Path(os.path.realpath(root))

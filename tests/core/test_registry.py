@@ -197,3 +197,11 @@ def test_every_setting_is_a_trait_and_reaches_the_snapshot():
     assert snapshot.disabled_tools == frozenset({"wait"})
     assert snapshot.action_approval_patterns == ("x:*",)
     assert snapshot.code_timeout == 3.0
+
+
+def test_the_settings_defaults_are_the_traits_defaults():
+    from jupyter_mcp.app import JupyterMCP
+
+    # A fresh app's snapshot is exactly Settings(): a default changed in one place only would
+    # show here.
+    assert JupyterMCP().settings_snapshot() == Settings()
