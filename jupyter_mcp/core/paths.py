@@ -14,12 +14,7 @@ def resolve_in_root(root: Path, path_in_project: str, *, must_exist: bool = Fals
     Symlinks are followed before the check, and the check compares path components, so a
     sibling folder sharing a prefix with the root (``/srv/proj2`` for ``/srv/proj``) is outside.
     """
-    if not isinstance(path_in_project, str):
-        raise ToolError("pathInProject must be a string")
-    if "\x00" in path_in_project:
-        raise ToolError("pathInProject must not contain NUL characters")
-    check_os_limits(root, path_in_project)
-    raw = path_in_project.strip()
+    raw = checked_path_argument(root, path_in_project)
     if raw in ("", "/", ".", "./"):
         candidate = root
     else:
@@ -31,6 +26,26 @@ def resolve_in_root(root: Path, path_in_project: str, *, must_exist: bool = Fals
     if must_exist and not resolved.exists():
         raise ToolError(f"File not found: {path_in_project}")
     return resolved
+
+
+def checked_path_argument(root: Path, path_in_project: str) -> str:
+    """``path_in_project``, stripped, once it is what a path argument must be: a string with no
+    NUL that the OS can take as a path under ``root``."""
+    if not isinstance(path_in_project, str):
+        raise ToolError("pathInProject must be a string")
+    if "\x00" in path_in_project:
+        raise ToolError("pathInProject must not contain NUL characters")
+    check_os_limits(root, path_in_project)
+    return path_in_project.strip()
+
+
+def os_encodable(text: str) -> bool:
+    """True when ``text`` can be a path or process argument (surrogate-escaped bytes are fine)."""
+    try:
+        os.fsencode(text)
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def check_os_limits(root: Path, path_in_project: str) -> None:

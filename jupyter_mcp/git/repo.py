@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import ToolError
-from ..core.paths import check_os_limits, is_inside
+from ..core.paths import checked_path_argument, is_inside, os_encodable
 from ..documents.facts import is_notebook, looks_binary
 from ..documents.notebook_view import view_of_json
 
@@ -191,7 +191,7 @@ class GitProject:
     ) -> GitResult:
         """Run ``git args`` in the working tree; with ``check``, a failure is a ToolError."""
         for arg in args:
-            if isinstance(arg, str) and ("\x00" in arg or not _os_encodable(arg)):
+            if isinstance(arg, str) and ("\x00" in arg or not os_encodable(arg)):
                 # A process argument cannot hold them (ValueError / UnicodeEncodeError).
                 raise ToolError(
                     "Git arguments must not contain NUL characters or unpaired surrogates: "
@@ -231,12 +231,8 @@ class GitProject:
         The file need not exist (deleted files have history and diffs). Refused when it is
         outside the project root, or is a symlink that leads outside it.
         """
-        if not isinstance(path_in_project, str):
-            raise ToolError("pathInProject must be a string")
-        if "\x00" in path_in_project:
-            raise ToolError("pathInProject must not contain NUL characters")
-        check_os_limits(self.root, path_in_project)
-        raw = path_in_project.strip().replace("\\", "/") if os.sep == "/" else path_in_project
+        raw = checked_path_argument(self.root, path_in_project)
+        raw = raw.replace("\\", "/") if os.sep == "/" else raw
         given = Path(raw)
         candidate = Path(os.path.normpath(given if given.is_absolute() else self.root / given))
         if candidate == self.root or not raw or raw in (".", "./"):
@@ -317,7 +313,7 @@ class GitProject:
         if not isinstance(rev, str) or not rev.strip():
             raise ToolError(f"{field} must be a non-empty revision (a hash, HEAD~1, a branch …)")
         rev = rev.strip()
-        if rev.startswith("-") or "\x00" in rev or not _os_encodable(rev):
+        if rev.startswith("-") or "\x00" in rev or not os_encodable(rev):
             raise ToolError(f"Invalid revision for {field}: {rev}")
         result = self.run("rev-parse", "--verify", f"{rev}^{{commit}}", check=False)
         if result.status != 0:
@@ -1047,15 +1043,6 @@ def _text_or_none(data: bytes | None) -> str | None:
     if looks_binary(data):
         raise _Binary
     return data.decode("utf-8", "replace")
-
-
-def _os_encodable(text: str) -> bool:
-    """True when ``text`` can be a process argument (surrogate-escaped bytes are fine)."""
-    try:
-        os.fsencode(text)
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 def _binary_diff(text: str) -> bool:

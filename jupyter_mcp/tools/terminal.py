@@ -15,6 +15,7 @@ from typing import Any
 
 from ..core.context import ToolContext
 from ..core.errors import ToolError
+from ..core.paths import os_encodable
 from ..core.registry import ToolSet
 from ..execution.processes import (
     DEFAULT_TIMEOUT_MS,
@@ -200,7 +201,7 @@ async def run_command_on_background(
         raise ToolError("command must not be empty")
     if "\x00" in command:
         raise ToolError("command must not contain NUL characters")
-    if not _os_encodable(command):
+    if not os_encodable(command):
         raise ToolError("command has an unpaired surrogate, which cannot be passed to a process")
     _ms(timeout, "timeout", MAX_TIMEOUT_MS)
     workdir = ctx.resolve(cwd or "", must_exist=True)
@@ -212,21 +213,12 @@ async def run_command_on_background(
             or "=" in name
             or "\x00" in name
             or "\x00" in value
-            or not (_os_encodable(name) and _os_encodable(value))
+            or not (os_encodable(name) and os_encodable(value))
         ):
             raise ToolError(f"Invalid environment variable name or value: {name!r}")
     return await run_shell(
         command, cwd=workdir, env=env, timeout_ms=timeout, tracker=ctx.services.background_commands
     )
-
-
-def _os_encodable(text: str) -> bool:
-    """True when ``text`` can be a process argument (surrogate-escaped bytes are fine)."""
-    try:
-        os.fsencode(text)
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 @tools.tool(
