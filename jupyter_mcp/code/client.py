@@ -24,8 +24,7 @@ from typing import Any
 from ..core.context import Settings, ToolContext
 from ..core.errors import ToolError
 from ..core.worker import WorkerFailed, WorkerProcess, WorkerTimeout
-from ..documents.facts import NOTEBOOK_SUFFIX, Stamp, is_notebook
-from ..documents.facts import stamp as file_stamp
+from ..documents.facts import NOTEBOOK_SUFFIX, Stamp, is_notebook, stamp_of_stat
 from ..documents.files import read_raw_text, read_text, transaction
 from ..documents.notebook_view import read_notebook, view_of
 from ..project.walk import iter_project_files
@@ -79,7 +78,7 @@ class ProjectFiles:
             if path in seen or not path.name.endswith((*PYTHON_SUFFIXES, NOTEBOOK_SUFFIX)):
                 continue  # a link to another project file, or to a file of another kind
             seen.add(path)
-            stamp = file_stamp(st)
+            stamp = stamp_of_stat(st)
             if self._stamps.get(path) == stamp:
                 continue
             self._stamps[path] = stamp
@@ -104,7 +103,7 @@ class ProjectFiles:
     def _view(path: Path, st: os.stat_result) -> str | None:
         try:
             return view_of(
-                path, file_stamp(st), lambda: path.read_bytes().decode("utf-8"), path.name
+                path, stamp_of_stat(st), lambda: path.read_bytes().decode("utf-8"), path.name
             )
         except (OSError, UnicodeDecodeError, ToolError):
             return None  # an unreadable notebook simply takes no part

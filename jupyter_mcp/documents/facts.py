@@ -28,7 +28,7 @@ def looks_binary(data: bytes) -> bool:
     return b"\x00" in data[:SNIFF_BYTES]
 
 
-def stamp(st: os.stat_result) -> Stamp:
+def stamp_of_stat(st: os.stat_result) -> Stamp:
     """The change stamp of a file from its stat."""
     return (st.st_mtime_ns, st.st_size, st.st_ino)
 
@@ -36,6 +36,6 @@ def stamp(st: os.stat_result) -> Stamp:
 def stamp_of(path: str | os.PathLike[str]) -> Stamp | None:
     """The change stamp of the file at ``path``; None when it cannot be stat-ed."""
     try:
-        return stamp(os.stat(path))
+        return stamp_of_stat(os.stat(path))
     except OSError:
         return None

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from ..core.context import ToolContext
 from ..core.errors import ToolError
-from .facts import is_notebook, looks_binary, stamp
+from .facts import is_notebook, looks_binary, stamp_of_stat
 from .notebook_view import (
     apply_view,
     dump_notebook,
@@ -77,7 +77,7 @@ def read_text(ctx: ToolContext, path: Path, shown: str) -> str:
     if not is_notebook(path):
         return read_raw_text(ctx, path, shown)
     _check_file(ctx, path, shown)
-    return view_of(path, stamp(path.stat()), lambda: read_raw_text(ctx, path, shown), shown)
+    return view_of(path, stamp_of_stat(path.stat()), lambda: read_raw_text(ctx, path, shown), shown)
 
 
 def atomic_write(path: Path, data: str | bytes) -> None:
@@ -183,7 +183,7 @@ class Transaction:
                 self._store(path, dump_notebook(new_notebook_from_view(text)))
                 return True
             _check_file(self.ctx, path, shown)
-            seen = stamp(path.stat())  # before the read: a later write shows
+            seen = stamp_of_stat(path.stat())  # before the read: a later write shows
             raw = read_raw_text(self.ctx, path, shown)
             nb = read_notebook(raw, shown)
             updated = apply_view(nb, text, view_of(path, seen, lambda: raw, shown))

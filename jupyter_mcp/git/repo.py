@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import ToolError
-from ..core.paths import checked_path_argument, is_inside, os_encodable
+from ..core.paths import checked_path_argument, is_inside, os_encodable, relative_path
 from ..documents.facts import is_notebook, looks_binary
 from ..documents.notebook_view import view_of_json
 
@@ -245,8 +245,7 @@ class GitProject:
             full.is_symlink() and not is_inside(self.root, Path(os.path.realpath(full)))
         ):
             raise ToolError(f"Path is outside the project root: {path_in_project}")
-        rel = full.relative_to(self.worktree).as_posix()
-        return "" if rel == "." else rel
+        return relative_path(self.worktree, full)
 
     def project_path(self, repo_path: str) -> str | None:
         """The project-relative form of a repository path; None when outside the project."""

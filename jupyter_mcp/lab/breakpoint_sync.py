@@ -18,7 +18,7 @@ from typing import Any
 from ..core.context import ToolContext
 from ..core.errors import ToolError
 from ..core.paths import is_inside, relative_path
-from ..documents.facts import is_notebook, stamp
+from ..documents.facts import is_notebook, stamp_of_stat
 from ..documents.files import read_raw_text
 from ..documents.notebook_view import (
     notebook_from_cells,
@@ -78,7 +78,7 @@ class BreakpointSync:
         return files
 
     def _cell_lines(self, path: Path, relative: str, lines: set[int]) -> list[dict[str, Any]]:
-        seen = stamp(path.stat())  # before the read: a later write shows
+        seen = stamp_of_stat(path.stat())  # before the read: a later write shows
         raw = read_raw_text(self.ctx, path, relative)
         view = view_of(path, seen, lambda: raw, relative)
         return view_lines_by_cell(read_notebook(raw, relative), lines, view)

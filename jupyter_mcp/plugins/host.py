@@ -45,6 +45,7 @@ from jsonschema.validators import validator_for
 from ..core.errors import ToolError
 from ..core.paths import relative_path, resolve_in_root
 from ..core.registry import Registry, Tool
+from ..documents import files as documents
 
 if TYPE_CHECKING:
     from ..core.context import ToolContext
@@ -116,8 +117,6 @@ class PluginContext:
         A :class:`ToolError` (its message fit for the agent) when the path is outside the
         project, missing, a folder or binary.
         """
-        from ..documents import files as documents
-
         ctx = self._files()
         return documents.read_text(ctx, ctx.resolve(path, must_exist=True), path)
 
@@ -129,8 +128,6 @@ class PluginContext:
         with unsaved edits in JupyterLab, and reloads editors showing it. Returns False when the
         file already had this text. The folder must exist.
         """
-        from ..documents import files as documents
-
         ctx = self._files()
         target = ctx.resolve(path)
         if target == ctx.root_dir or target.is_dir():
@@ -146,8 +143,6 @@ class PluginContext:
         ``change`` may raise :class:`ToolError` to refuse; then nothing is written. The same
         guards as :meth:`write_text` apply. Returns whether the file changed.
         """
-        from ..documents import files as documents
-
         edit = documents.edit_text(self._files(), path, lambda text: (change(text), None))
         return edit.changed
 

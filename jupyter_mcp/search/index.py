@@ -27,8 +27,7 @@ from pathlib import Path
 
 from ..core.context import Settings
 from ..core.errors import ToolError
-from ..documents.facts import Stamp, is_notebook, looks_binary, stamp_of
-from ..documents.facts import stamp as file_stamp
+from ..documents.facts import Stamp, is_notebook, looks_binary, stamp_of, stamp_of_stat
 from ..documents.notebook_view import view_of, view_of_json
 from ..project.walk import (
     IGNORE_FILE,
@@ -347,7 +346,7 @@ class ProjectIndex:
             link, st = member.link, member.stat
             assert st is not None
             seen_files.add(name)
-            stamp = file_stamp(st)
+            stamp = stamp_of_stat(st)
             entry = node.files.get(name)
             if entry is None:
                 old = previous.get(rel) if previous else None
