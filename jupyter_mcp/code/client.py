@@ -25,8 +25,8 @@ from ..core.context import Settings, ToolContext
 from ..core.errors import ToolError
 from ..core.worker import WorkerFailed, WorkerProcess, WorkerTimeout
 from ..documents.facts import NOTEBOOK_SUFFIX, Stamp, is_notebook, stamp_of_stat
-from ..documents.files import read_raw_text, read_text, transaction
-from ..documents.notebook_view import read_notebook, view_of
+from ..documents.files import read_notebook_and_view, read_text, transaction
+from ..documents.notebook_view import view_of
 from ..project.walk import iter_project_files
 from .engine import PYTHON_SUFFIXES, Changes, Delta, Source
 
@@ -36,13 +36,13 @@ def load_source(ctx: ToolContext, path_in_project: str, *, tool: str) -> Source:
     path = ctx.resolve(path_in_project, must_exist=True)
     shown = ctx.relative(path)
     if is_notebook(path):
-        nb = read_notebook(read_raw_text(ctx, path, path_in_project), path_in_project)
+        nb, view = read_notebook_and_view(ctx, path, path_in_project)
         language = (nb.metadata.get("kernelspec") or {}).get("language") or (
             nb.metadata.get("language_info") or {}
         ).get("name")
         if language and language.lower() != "python":
             raise ToolError(f"{tool} analyses Python; {shown} is a {language} notebook")
-        return Source.of(path, shown, read_text(ctx, path, path_in_project), notebook=True)
+        return Source.of(path, shown, view, notebook=True)
     if path.suffix.lower() not in PYTHON_SUFFIXES:
         raise ToolError(
             f"{tool} supports Python files (.py, .pyi) and Python notebooks (.ipynb); "

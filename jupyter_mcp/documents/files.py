@@ -15,6 +15,7 @@ import tempfile
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..core.context import ToolContext
 from ..core.errors import ToolError
@@ -26,6 +27,9 @@ from .notebook_view import (
     read_notebook,
     view_of,
 )
+
+if TYPE_CHECKING:
+    from nbformat import NotebookNode
 
 
 def _read_umask() -> int:
@@ -78,6 +82,14 @@ def read_text(ctx: ToolContext, path: Path, shown: str) -> str:
         return read_raw_text(ctx, path, shown)
     _check_file(ctx, path, shown)
     return view_of(path, stamp_of_stat(path.stat()), lambda: read_raw_text(ctx, path, shown), shown)
+
+
+def read_notebook_and_view(ctx: ToolContext, path: Path, shown: str) -> tuple[NotebookNode, str]:
+    """A notebook file parsed, and its percent-format view (from the cache when unchanged)."""
+    _check_file(ctx, path, shown)
+    seen = stamp_of_stat(path.stat())  # before the read: a write after it shows as a new stamp
+    raw = read_raw_text(ctx, path, shown)
+    return read_notebook(raw, shown), view_of(path, seen, lambda: raw, shown)
 
 
 def atomic_write(path: Path, data: str | bytes) -> None:
@@ -182,11 +194,8 @@ class Transaction:
             if create:
                 self._store(path, dump_notebook(new_notebook_from_view(text)))
                 return True
-            _check_file(self.ctx, path, shown)
-            seen = stamp_of_stat(path.stat())  # before the read: a later write shows
-            raw = read_raw_text(self.ctx, path, shown)
-            nb = read_notebook(raw, shown)
-            updated = apply_view(nb, text, view_of(path, seen, lambda: raw, shown))
+            nb, view = read_notebook_and_view(self.ctx, path, shown)
+            updated = apply_view(nb, text, view)
             if updated is None:
                 return False
             self._store(path, dump_notebook(updated))

@@ -18,14 +18,12 @@ from typing import Any
 from ..core.context import ToolContext
 from ..core.errors import ToolError
 from ..core.paths import is_inside, relative_path
-from ..documents.facts import is_notebook, stamp_of_stat
-from ..documents.files import read_raw_text
+from ..documents.facts import is_notebook
+from ..documents.files import read_notebook_and_view
 from ..documents.notebook_view import (
     notebook_from_cells,
-    read_notebook,
     view_lines_by_cell,
     view_lines_of_cells,
-    view_of,
 )
 
 log = logging.getLogger("jupyter_mcp")
@@ -78,10 +76,8 @@ class BreakpointSync:
         return files
 
     def _cell_lines(self, path: Path, relative: str, lines: set[int]) -> list[dict[str, Any]]:
-        seen = stamp_of_stat(path.stat())  # before the read: a later write shows
-        raw = read_raw_text(self.ctx, path, relative)
-        view = view_of(path, seen, lambda: raw, relative)
-        return view_lines_by_cell(read_notebook(raw, relative), lines, view)
+        nb, view = read_notebook_and_view(self.ctx, path, relative)
+        return view_lines_by_cell(nb, lines, view)
 
     def apply(self, message: dict[str, Any]) -> None:
         """Make the store hold exactly the breakpoints a window's debugger shows for a file."""
