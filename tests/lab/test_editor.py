@@ -1,4 +1,4 @@
-"""The browser bridge and the editor/action tools, with scripted windows on a real WebSocket.
+"""The editor link and the editor/action tools, with scripted windows on a real WebSocket.
 
 A ``FakeWindow`` speaks the labextension's protocol over ``{base_url}mcp/bridge`` of a real
 Jupyter server: it reports state and answers requests the way the labextension does. The
@@ -153,7 +153,7 @@ async def test_open_file_checks_the_path_before_asking_a_window(
 # -- the socket itself -----------------------------------------------------------------------
 
 
-async def test_bridge_socket_requires_auth_origin_and_a_window_id(
+async def test_lab_socket_requires_auth_origin_and_a_window_id(
     jp_ws_fetch: Any, jp_http_port: int
 ) -> None:
     with pytest.raises(HTTPClientError) as refused:
