@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import ast
 import json
 import logging
+from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from jupyter_mcp.core.context import ToolContext
+import jupyter_mcp
+from jupyter_mcp.core.context import Services, ToolContext
 from jupyter_mcp.core.errors import ToolError
 from jupyter_mcp.lab.editor import EditorBridge
 from jupyter_mcp.search.engine import LocalSearch
@@ -93,3 +96,27 @@ async def test_a_server_has_one_editor_link_for_windows_tools_and_file_hooks(
         assert [window.id for window in editor.windows()] == ["w1"]
     finally:
         ws.close()
+
+
+def test_no_module_but_the_app_sets_a_field_of_services() -> None:
+    # One place assembles the services: any other module that sets a field (``x.services.f =``
+    # or ``services.f =``) would be a second, hidden one.
+    package = Path(jupyter_mcp.__file__).parent
+    names = {f.name for f in fields(Services)}
+    setters = []
+    for module in sorted(package.rglob("*.py")):
+        for node in ast.walk(ast.parse(module.read_text(), str(module))):
+            targets = node.targets if isinstance(node, ast.Assign) else []
+            if isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+                targets = [node.target]
+            for target in targets:
+                if not isinstance(target, ast.Attribute) or target.attr not in names:
+                    continue
+                owner = target.value
+                owner_name = owner.attr if isinstance(owner, ast.Attribute) else None
+                if isinstance(owner, ast.Name):
+                    owner_name = owner.id
+                if owner_name == "services":
+                    setters.append(f"{module.relative_to(package)}:{node.lineno}")
+    assert setters, "the check finds nothing: it no longer sees the app's assignments"
+    assert {where.split(":")[0] for where in setters} == {"app.py"}, setters

@@ -1,12 +1,11 @@
 """The editor link's state: which JupyterLab windows are connected and what they show.
 
 Each JupyterLab window (browser tab) keeps a WebSocket to the server (see
-:mod:`jupyter_mcp.surfaces.lab_socket`) and
-reports the document it shows in front (path, notebook or file, selection, unsaved edits) and
-the documents it has open. "The editor" of the editor tools is the active document of the
-window that had focus most recently. The server sends a window requests (read the text,
-replace the selection, open a file, run a command, ask for approval …) and awaits the answer
-with a timeout.
+:mod:`jupyter_mcp.surfaces.lab_socket`) and reports the document it shows in front (path,
+notebook or file, selection, unsaved edits) and the documents it has open. "The editor" of
+the editor tools is the active document of the window that had focus most recently. The server
+sends a window requests (read the text, replace the selection, open a file, run a command, ask
+for approval …) and awaits the answer with a timeout.
 
 This module knows nothing of tornado: a window is an id and a ``send(message)`` callable that
 must be called on the event loop. Everything that file tools call from worker threads
