@@ -1,7 +1,7 @@
 """get_open_in_editor_file_text through the browser versus get_file_text_by_path on disk.
 
 One Jupyter server (with JupyterLab and jupyter_mcp) and one headless Chromium showing the same
-file in JupyterLab's editor. Each round reads the file once through the browser bridge (server →
+file in JupyterLab's editor. Each round reads the file once through the editor link (server →
 websocket → the editor's model → back) and once from disk, alternating, over keep-alive
 connections, so both figures share the machine's state. Target: browser p50 < 30 ms.
 The machine is shared and busy: figures are under load.

@@ -14,8 +14,10 @@ from .core.context import Settings, ToolContext
 from .core.registry import Registry
 from .core.version import __version__
 from .lab.editor import EditorBridge
-from .plugins.host import PluginHost, load_plugins
+from .plugins.host import load_plugins
 from .services import build_services
+from .surfaces.mcp import MCPSurface, allowed_hosts
+from .surfaces.routes import default_handlers
 from .surfaces.seed_port import SeedPortListener, parse_port_range
 from .tools import builtin_tools
 
@@ -158,21 +160,6 @@ class JupyterMCP(ExtensionApp):
     registry: Registry
     tool_context: ToolContext
 
-    @property
-    def editor_bridge(self) -> EditorBridge | None:
-        """The link to the JupyterLab windows (``tool_context.services.editor``)."""
-        return self.tool_context.services.editor if hasattr(self, "tool_context") else None
-
-    @property
-    def plugin_host(self) -> PluginHost | None:
-        """The loaded plugins (``tool_context.services.plugins``)."""
-        return self.tool_context.services.plugins if hasattr(self, "tool_context") else None
-
-    @property
-    def seed_port(self) -> SeedPortListener | None:
-        """The seed port-range listener, when ``port_range`` asked for one."""
-        return self.tool_context.services.seed_port if hasattr(self, "tool_context") else None
-
     def settings_snapshot(self) -> Settings:
         """The current policies as the plain object tools read (one trait per field)."""
         values: dict[str, Any] = {}
@@ -202,12 +189,16 @@ class JupyterMCP(ExtensionApp):
     @observe("disabled_plugins")
     def _plugins_changed(self, change: dict[str, Any]) -> None:
         # Tools are listed on every request: withdraw (or bring back) plugin tools at once.
-        host = self.plugin_host
+        host = self.tool_context.services.plugins if hasattr(self, "tool_context") else None
         if host is not None:
             host.sync(self.registry, self.disabled_plugins)
 
     def initialize_settings(self) -> None:
-        """Build the registry, the context every tool call shares, and its services."""
+        """Build the registry, the context every tool call shares, and its services.
+
+        The one place that assembles the services: :func:`build_services` makes those every
+        context has, then this adds those only a server has.
+        """
         # The contents manager's root is the one JupyterLab's file browser shows.
         serverapp = self.serverapp
         assert serverapp is not None  # jupyter_server links the extension before this call
@@ -227,31 +218,35 @@ class JupyterMCP(ExtensionApp):
         services = self.tool_context.services = build_services(
             self.tool_context, breakpoints_file=self.breakpoints_file
         )
-        EditorBridge(self.tool_context).install(self.registry)
+        # The editor link to the JupyterLab windows: the editor tools' editor, the file tools'
+        # write hooks (refuse unsaved files, reload written ones), the approver of calls, and
+        # the activity panel's record of calls.
+        editor = EditorBridge(self.tool_context)
+        services.editor = editor
+        services.before_file_write = editor.before_file_write
+        services.on_file_written = editor.on_file_written
+        services.approver = editor.approve
+        self.registry.observers.append(editor.record_call)
         self.log.info(
             "jupyter_mcp %s: %d tools for %s", __version__, len(self.registry.all()), root_dir
         )
         services.plugins = load_plugins(self.registry, disabled=self.disabled_plugins, log=self.log)
-        from .surfaces.mcp import MCPSurface, allowed_hosts
-
         services.mcp_surface = MCPSurface(
             self.registry, self.tool_context, allowed_hosts=allowed_hosts(self.serverapp)
         )
-        self._start_seed_port()
+        services.seed_port = self._start_seed_port()
 
-    def _start_seed_port(self) -> None:
+    def _start_seed_port(self) -> SeedPortListener | None:
         """Open the seed port-range listener when ``port_range`` asks for it."""
         port_range = parse_port_range(self.port_range)
         if port_range is None:
-            return
+            return None
         listener = SeedPortListener(self.serverapp, *port_range, log=self.log)
         listener.start()
-        self.tool_context.services.seed_port = listener
+        return listener
 
     def initialize_handlers(self) -> None:
         """Register the extension's routes (surfaces/routes.py) under the server's base_url."""
-        from .surfaces.routes import default_handlers
-
         self.handlers.extend(default_handlers(self.tool_context, self.registry))
 
     async def _start_jupyter_server_extension(self, serverapp: Any) -> None:

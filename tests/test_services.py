@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import ast
+import json
 import logging
+from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from jupyter_mcp.core.context import ToolContext
+import jupyter_mcp
+from jupyter_mcp.core.context import Services, ToolContext
 from jupyter_mcp.core.errors import ToolError
+from jupyter_mcp.lab.editor import EditorBridge
 from jupyter_mcp.search.engine import LocalSearch
 from jupyter_mcp.services import build_services
 from jupyter_mcp.tools.code import get_symbols_in_file
@@ -70,6 +75,48 @@ async def test_closing_stops_every_service_even_when_one_fails(
 def test_a_server_searches_in_a_worker(mcp_app: Any) -> None:
     services = mcp_app.tool_context.services
     assert services.search.in_worker is True
-    assert services.editor is mcp_app.editor_bridge is not None
     assert services.mcp_surface is not None
     assert services.contents_manager is mcp_app.serverapp.contents_manager
+
+
+async def test_a_server_has_one_editor_link_for_windows_tools_and_file_hooks(
+    mcp_app: Any, jp_ws_fetch: Any
+) -> None:
+    services = mcp_app.tool_context.services
+    editor = services.editor
+    assert isinstance(editor, EditorBridge)
+    # The file tools' write hooks and the approver of calls are the editor link's
+    assert services.before_file_write == editor.before_file_write
+    assert services.on_file_written == editor.on_file_written
+    assert services.approver == editor.approve
+    # And a window that opens the lab socket is a window of that same link
+    ws = await jp_ws_fetch("mcp", "bridge", params={"window": "w1"})
+    try:
+        assert json.loads(await ws.read_message())["type"] == "welcome"
+        assert [window.id for window in editor.windows()] == ["w1"]
+    finally:
+        ws.close()
+
+
+def test_no_module_but_the_app_sets_a_field_of_services() -> None:
+    # One place assembles the services: any other module that sets a field (``x.services.f =``
+    # or ``services.f =``) would be a second, hidden one.
+    package = Path(jupyter_mcp.__file__).parent
+    names = {f.name for f in fields(Services)}
+    setters = []
+    for module in sorted(package.rglob("*.py")):
+        for node in ast.walk(ast.parse(module.read_text(), str(module))):
+            targets = node.targets if isinstance(node, ast.Assign) else []
+            if isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+                targets = [node.target]
+            for target in targets:
+                if not isinstance(target, ast.Attribute) or target.attr not in names:
+                    continue
+                owner = target.value
+                owner_name = owner.attr if isinstance(owner, ast.Attribute) else None
+                if isinstance(owner, ast.Name):
+                    owner_name = owner.id
+                if owner_name == "services":
+                    setters.append(f"{module.relative_to(package)}:{node.lineno}")
+    assert setters, "the check finds nothing: it no longer sees the app's assignments"
+    assert {where.split(":")[0] for where in setters} == {"app.py"}, setters

@@ -96,7 +96,7 @@ def build_parser() -> argparse.ArgumentParser:
     config.set_defaults(handler=print_config)
     stdio_command_parser = commands.add_parser(
         "stdio-command",
-        help="Print, as a JSON array, the command that starts the stdio bridge for the running "
+        help="Print, as a JSON array, the command that starts the stdio relay for the running "
         "server that serves this folder (no URL or token in it).",
     )
     stdio_command_parser.add_argument(

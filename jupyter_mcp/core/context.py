@@ -118,9 +118,10 @@ class Services:
     """The server's collaborators, one field each: built once, closed once by :meth:`aclose`.
 
     :func:`jupyter_mcp.services.build_services` builds the ones every tool relies on, for a
-    server or for a bare folder; the app adds those that only exist in a server (``None``
-    otherwise, and the code that uses them says what is missing). Building is cheap: the
-    search and code services start their worker processes on first use.
+    server or for a bare folder; the app (``JupyterMCP.initialize_settings``) adds those that
+    only exist in a server (``None`` otherwise, and the code that uses them says what is
+    missing). Nothing else sets a field. Building is cheap: the search and code services
+    start their worker processes on first use.
     """
 
     breakpoints: BreakpointStore
@@ -133,10 +134,13 @@ class Services:
     #: The ContentsManager plugins get: the server's, or the one a test harness gives.
     contents_manager: Any = None
     #: Called with a file's real path before a tool writes it; raises ToolError to refuse
-    #: (the editor bridge refuses files with unsaved edits in JupyterLab).
+    #: (the editor link refuses files with unsaved edits in JupyterLab).
     before_file_write: Callable[[Path], None] | None = None
-    #: Called with a file's real path after a tool wrote it (the editor bridge reloads it).
+    #: Called with a file's real path after a tool wrote it (the editor link reloads it).
     on_file_written: Callable[[Path], None] | None = None
+    #: Asks the user to approve a call (the editor link asks in a JupyterLab window); None
+    #: means there is nobody to ask, and every call that needs approval is refused.
+    approver: Callable[[Tool, dict[str, Any]], Awaitable[bool]] | None = None
     #: The JupyterLab window link; None outside a server.
     editor: EditorBridge | None = None
     plugins: PluginHost | None = None
@@ -198,8 +202,6 @@ class ToolContext:
     #: The server's collaborators (built by :func:`jupyter_mcp.services.build_services`).
     services: Services = field(default_factory=lambda: cast("Services", _NoServices()))
     locks: PathLocks = field(default_factory=PathLocks)
-    #: Asks the JupyterLab window to approve a call; set by the browser bridge.
-    approver: Callable[[Tool, dict[str, Any]], Awaitable[bool]] | None = None
     #: Threads for plain-function tools; None means asyncio's default executor.
     executor: Executor | None = None
 
@@ -214,19 +216,15 @@ class ToolContext:
         """``path`` relative to the project root, with ``/`` separators."""
         return relative_path(self.root_dir, path)
 
-    @property
-    def contents_manager(self) -> Any:
-        """The server's ContentsManager, or None outside a server."""
-        return getattr(self.serverapp, "contents_manager", None)
-
     async def request_approval(self, tool: Tool, arguments: dict[str, Any]) -> None:
         """Ask the user to approve a call; raise :class:`ToolError` unless approved."""
-        if self.approver is None:
+        approver = self.services.approver
+        if approver is None:
             raise ToolError(
                 f"{tool.name} needs the user's approval, but no JupyterLab window is connected "
                 "to ask in; nothing was done"
             )
-        if not await self.approver(tool, arguments):
+        if not await approver(tool, arguments):
             raise ToolError(f"The user did not approve {tool.name}; nothing was done")
 
     def report_progress(

@@ -3,7 +3,7 @@
 The store persists to one JSON file in the user's Jupyter data directory
 (``<jupyter_data_dir>/jupyter_mcp/breakpoints.json``), keyed by project root, so breakpoints
 survive server restarts and two servers on different projects share the file without
-clobbering each other. Listeners (the browser bridge, to mirror them in JupyterLab's
+clobbering each other. Listeners (the editor link, to mirror them in JupyterLab's
 debugger) subscribe to changes.
 """
 

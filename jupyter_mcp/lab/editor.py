@@ -1,16 +1,18 @@
-"""The browser bridge's state: which JupyterLab windows are connected and what they show.
+"""The editor link's state: which JupyterLab windows are connected and what they show.
 
-Each JupyterLab window (browser tab) keeps a WebSocket to the server (see ``bridge_ws.py``) and
-reports the document it shows in front (path, notebook or file, selection, unsaved edits) and
-the documents it has open. "The editor" of the editor tools is the active document of the
-window that had focus most recently. The server sends a window requests (read the text,
-replace the selection, open a file, run a command, ask for approval …) and awaits the answer
-with a timeout.
+Each JupyterLab window (browser tab) keeps a WebSocket to the server (see
+:mod:`jupyter_mcp.surfaces.lab_socket`) and reports the document it shows in front (path,
+notebook or file, selection, unsaved edits) and the documents it has open. "The editor" of
+the editor tools is the active document of the window that had focus most recently. The server
+sends a window requests (read the text, replace the selection, open a file, run a command, ask
+for approval …) and awaits the answer with a timeout.
 
 This module knows nothing of tornado: a window is an id and a ``send(message)`` callable that
 must be called on the event loop. Everything that file tools call from worker threads
 (:meth:`EditorBridge.before_file_write`, :meth:`EditorBridge.on_file_written`,
-:meth:`EditorBridge.state`) reads a snapshot under a lock and hands sends to the loop.
+:meth:`EditorBridge.state`) reads a snapshot under a lock and hands sends to the loop. The app
+puts the link and those hooks into the services; tools reach it through
+:func:`connected_editor`.
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ from .protocol import WindowRequests, check_params
 
 if TYPE_CHECKING:
     from ..core.context import ToolContext
-    from ..core.registry import Registry, Tool
+    from ..core.registry import Tool
 
 #: Seconds a window has to answer an editor request.
 REQUEST_TIMEOUT = 10.0
@@ -47,6 +49,18 @@ Send = Callable[[dict[str, Any]], None]
 
 class NoWindowError(ToolError):
     """No JupyterLab window is connected, or none shows a document."""
+
+
+def connected_editor(ctx: ToolContext, refusal: str) -> EditorBridge:
+    """The editor link of ``ctx`` with a window connected, else :class:`NoWindowError`.
+
+    ``refusal`` is the error's message: each tool module says what is missing without a window
+    (an active editor, actions) and what to do instead.
+    """
+    bridge = ctx.services.editor  # None outside a server
+    if bridge is None or bridge.current() is None:
+        raise NoWindowError(refusal)
+    return bridge
 
 
 @dataclass
@@ -104,16 +118,6 @@ class EditorBridge:
 
     # -- wiring ----------------------------------------------------------------------------
 
-    def install(self, registry: Registry | None = None) -> None:
-        """Offer the bridge to tools and its write hooks to the file tools, and listen to the
-        registry's calls."""
-        services = self.ctx.services
-        services.editor = self
-        services.before_file_write = self.before_file_write
-        services.on_file_written = self.on_file_written
-        if registry is not None:
-            registry.observers.append(self.record_call)
-
     def close(self) -> None:
         """Fail every pending request and forget every window (server shutdown)."""
         with self._lock:
@@ -121,7 +125,6 @@ class EditorBridge:
             self._windows.clear()
         for window in windows:
             self._fail_pending(window.id, "The server is shutting down")
-        self._update_approver()
         if self._breakpoints is not None:
             self._breakpoints.close()
             self._breakpoints = None
@@ -143,7 +146,6 @@ class EditorBridge:
             self._windows[window_id] = window
         if previous is not None:
             self._fail_pending(window_id, "The JupyterLab window reconnected before answering")
-        self._update_approver()
         send({"type": "welcome", "root": str(self.ctx.root_dir), "activity": list(self.activity)})
         sync = self._breakpoint_sync()
         if sync is not None:
@@ -166,7 +168,6 @@ class EditorBridge:
                 return
             del self._windows[window_id]
         self._fail_pending(window_id, "The JupyterLab window disconnected before answering")
-        self._update_approver()
 
     def receive(self, window_id: str, message: Any) -> None:
         """Handle one message from a window: a state report or the answer to a request."""
@@ -197,16 +198,6 @@ class EditorBridge:
             if isinstance(message.get("open"), list):
                 docs = (Document.from_message(d) for d in message["open"])
                 window.open = [d for d in docs if d is not None]
-
-    def _update_approver(self) -> None:
-        # Approvals are asked in a window; with none connected the registry's own
-        # "no window to ask in" refusal stands.
-        with self._lock:
-            connected = bool(self._windows)
-        if connected and self.ctx.approver is None:
-            self.ctx.approver = self.approve
-        elif not connected and self.ctx.approver == self.approve:
-            self.ctx.approver = None
 
     # -- queries (any thread) ------------------------------------------------------------------
 
@@ -366,7 +357,11 @@ class EditorBridge:
         return {"path": path, "type": "file", "text": text}
 
     async def approve(self, tool: Tool, arguments: dict[str, Any]) -> bool:
-        """Show an approval dialog for a call in the current window; True when approved."""
+        """Show an approval dialog for a call in the current window; True when approved.
+
+        The services' approver: with no window connected it refuses as
+        :meth:`ToolContext.request_approval` does when there is no approver at all.
+        """
         timeout = self.ctx.settings.approval_timeout
         try:
             answer = await self.ask(timeout=timeout).confirm(

@@ -82,10 +82,12 @@ class PluginHarness:
 
             contents_manager = AsyncLargeFileManager(root_dir=str(self.context.root_dir))
         self.contents_manager = contents_manager
-        self.context.services = build_services(self.context, contents_manager=contents_manager)
         self.approvals: list[tuple[str, dict[str, Any]]] = []
-        if approve is not None:
-            self.context.approver = self._approver(approve)
+        self.context.services = build_services(
+            self.context,
+            contents_manager=contents_manager,
+            approver=self._approver(approve) if approve is not None else None,
+        )
 
     @property
     def refused(self) -> dict[str, str]:

@@ -1,4 +1,4 @@
-"""Action tools: JupyterLab's command registry, through the browser bridge.
+"""Action tools: JupyterLab's command registry, through the editor link.
 
 ``list_available_actions`` lists the commands a user could run now in the active JupyterLab
 window (enabled, visible, with a label). ``execute_action_by_id`` runs one without waiting for
@@ -10,27 +10,24 @@ it to finish. Commands that act on the server (see
 from __future__ import annotations
 
 import fnmatch
-from typing import Any
 
 from ..core.context import ToolContext
 from ..core.errors import ToolError
 from ..core.registry import ToolSet
-from .editor import NO_WINDOW, _bridge
+from ..lab.editor import connected_editor
 
 tools = ToolSet()
+
+NO_WINDOW = (
+    "No JupyterLab window is connected, so there are no actions; open JupyterLab in a "
+    "browser (or use the file tools such as rewrite_file_content)"
+)
 
 
 def action_needs_approval(action_id: str, patterns: tuple[str, ...] | list[str]) -> bool:
     """True when ``action_id`` matches one of the glob ``patterns`` (case-insensitive)."""
     lowered = action_id.lower()
     return any(fnmatch.fnmatchcase(lowered, p.lower()) for p in patterns)
-
-
-def _connected(ctx: ToolContext) -> Any:
-    bridge = _bridge(ctx)
-    if bridge is None or bridge.current() is None:
-        raise ToolError(NO_WINDOW.replace("there is no active editor", "there are no actions"))
-    return bridge
 
 
 @tools.tool(
@@ -42,7 +39,7 @@ def _connected(ctx: ToolContext) -> Any:
 )
 async def list_available_actions(ctx: ToolContext) -> list[dict[str, str]]:
     """The window's runnable commands, sorted by id."""
-    bridge = _connected(ctx)
+    bridge = connected_editor(ctx, NO_WINDOW)
     commands = await bridge.ask().list_commands()
     if not isinstance(commands, list):
         raise ToolError("The JupyterLab window sent a malformed command list")
@@ -74,7 +71,7 @@ async def list_available_actions(ctx: ToolContext) -> list[dict[str, str]]:
 )
 async def execute_action_by_id(ctx: ToolContext, actionId: str) -> str:
     """Run the command in the window; "action not found" for an unknown id."""
-    bridge = _connected(ctx)
+    bridge = connected_editor(ctx, NO_WINDOW)
     if action_needs_approval(actionId, ctx.settings.action_approval_patterns):
         if not await bridge.ask().has_command(actionId):
             return "action not found"

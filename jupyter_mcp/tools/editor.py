@@ -15,7 +15,7 @@ from ..core.context import ToolContext
 from ..core.errors import ToolError
 from ..core.registry import ToolSet
 from ..documents.notebook_view import apply_view
-from ..lab.editor import EditorBridge, NoWindowError
+from ..lab.editor import NoWindowError, connected_editor
 
 tools = ToolSet()
 
@@ -29,17 +29,6 @@ NO_DOCUMENT = (
 )
 
 
-def _bridge(ctx: ToolContext) -> EditorBridge | None:
-    return ctx.services.editor  # None outside a server
-
-
-def _connected(ctx: ToolContext) -> EditorBridge:
-    bridge = _bridge(ctx)
-    if bridge is None or bridge.current() is None:
-        raise ToolError(NO_WINDOW)
-    return bridge
-
-
 @tools.tool(
     "get_open_in_editor_file_text",
     "Get the complete text of the file open in the JupyterLab editor (the notebook or file "
@@ -50,7 +39,7 @@ def _connected(ctx: ToolContext) -> EditorBridge:
 )
 async def get_open_in_editor_file_text(ctx: ToolContext) -> str:
     """The active document's text, or ``""``."""
-    bridge = _bridge(ctx)
+    bridge = ctx.services.editor  # None outside a server
     if bridge is None:
         return ""
     try:
@@ -69,7 +58,7 @@ async def get_open_in_editor_file_text(ctx: ToolContext) -> str:
 )
 async def get_open_in_editor_file_path(ctx: ToolContext) -> str:
     """The active document's absolute path, or ``""``."""
-    bridge = _bridge(ctx)
+    bridge = ctx.services.editor
     return bridge.state()["activeFile"] if bridge is not None else ""
 
 
@@ -84,7 +73,7 @@ async def get_open_in_editor_file_path(ctx: ToolContext) -> str:
 )
 async def replace_selected_text(ctx: ToolContext, text: str) -> str:
     """Replace the selection through the editor's model."""
-    bridge = _connected(ctx)
+    bridge = connected_editor(ctx, NO_WINDOW)
     result = await bridge.ask().replace_selection(text)
     if result is None:
         raise ToolError(NO_DOCUMENT)
@@ -103,7 +92,7 @@ async def replace_selected_text(ctx: ToolContext, text: str) -> str:
 )
 async def replace_current_file_text(ctx: ToolContext, text: str) -> str:
     """Replace the active document's text through its model (notebooks cell by cell)."""
-    bridge = _connected(ctx)
+    bridge = connected_editor(ctx, NO_WINDOW)
     active = await bridge.read_active()
     if active is None:
         raise ToolError(NO_DOCUMENT)
@@ -145,6 +134,6 @@ async def open_file_in_editor(ctx: ToolContext, pathInProject: str) -> str:
         raise ToolError(f"File not found: {pathInProject}")
     if path.is_dir():
         raise ToolError(f"{pathInProject} is a directory, not a file")
-    bridge = _connected(ctx)
+    bridge = connected_editor(ctx, NO_WINDOW)
     await bridge.ask().open_file(ctx.relative(path))
     return "file is opened"

@@ -4,7 +4,7 @@
 import { LabIcon } from '@jupyterlab/ui-components';
 import { Widget } from '@lumino/widgets';
 
-import { BridgeConnection } from './connection';
+import { LabSocket } from './connection';
 import { IActivityRecord } from './protocol';
 
 /**
@@ -31,7 +31,7 @@ export const activityIcon = new LabIcon({
  * The status-bar item: "MCP: agent connected · last: get_file_text_by_path".
  */
 export class MCPStatus extends Widget {
-  constructor(connection: BridgeConnection) {
+  constructor(connection: LabSocket) {
     super();
     this.addClass('jp-MCP-status');
     this.node.title = 'jupyter-mcp: click to show recent tool calls';
@@ -66,7 +66,7 @@ export class MCPStatus extends Widget {
     super.dispose();
   }
 
-  private _connection: BridgeConnection;
+  private _connection: LabSocket;
   private _last: IActivityRecord | null = null;
   private _timer: number;
 }
@@ -75,7 +75,7 @@ export class MCPStatus extends Widget {
  * The activity panel: recent tool calls, newest first.
  */
 export class ActivityPanel extends Widget {
-  constructor(connection: BridgeConnection) {
+  constructor(connection: LabSocket) {
     super();
     this.id = 'jupyter-mcp-activity';
     this.addClass('jp-MCP-activity');

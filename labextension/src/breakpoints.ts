@@ -5,7 +5,7 @@
 import { IDebugger } from '@jupyterlab/debugger';
 import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
 
-import { BridgeConnection } from './connection';
+import { LabSocket } from './connection';
 
 /**
  * Breakpoints of one file as the server sends them.
@@ -26,7 +26,7 @@ const PULL_DEBOUNCE_MS = 100;
  */
 export class BreakpointSync {
   constructor(
-    private _connection: BridgeConnection,
+    private _connection: LabSocket,
     private _debugger: IDebugger,
     private _notebooks: INotebookTracker
   ) {

@@ -21,9 +21,10 @@ const MAX_BACKOFF_MS = 10000;
 const INTERACTION_THROTTLE_MS = 1000;
 
 /**
- * The bridge connection of this window.
+ * This window's side of the lab socket (`{base_url}mcp/bridge`): state reports out, the
+ * server's requests and notices in.
  */
-export class BridgeConnection {
+export class LabSocket {
   /**
    * `settings` are the application's (`app.serviceManager.serverSettings`): its base and
    * websocket URLs, token and WebSocket class.
@@ -185,7 +186,7 @@ export class BridgeConnection {
     try {
       message = JSON.parse(data);
     } catch (e) {
-      console.warn('jupyter-mcp: malformed bridge message', e);
+      console.warn('jupyter-mcp: malformed lab socket message', e);
       return;
     }
     switch (message.type) {

@@ -4,14 +4,14 @@
 import { Dialog } from '@jupyterlab/apputils';
 import { Widget } from '@lumino/widgets';
 
-import { BridgeConnection } from './connection';
+import { LabSocket } from './connection';
 import { RequestHandlers, RequestParams } from './protocol';
 
 /**
  * Shows approval dialogs for the server and withdraws them when the server gives up.
  */
 export class Approvals {
-  constructor(connection: BridgeConnection) {
+  constructor(connection: LabSocket) {
     connection.cancelled.connect((_, id) => this._open.get(id)?.reject());
   }
 

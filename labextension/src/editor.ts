@@ -9,7 +9,7 @@ import { FileEditor, IEditorTracker } from '@jupyterlab/fileeditor';
 import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
 import { Widget } from '@lumino/widgets';
 
-import { BridgeConnection } from './connection';
+import { LabSocket } from './connection';
 import {
   ICellInfo,
   IDocumentInfo,
@@ -25,12 +25,12 @@ const SELECTION_DEBOUNCE_MS = 150;
 const HISTORY_SETTLE_MS = 2000;
 
 /**
- * Tracks the active document and answers the editor requests of the bridge.
+ * Tracks the active document and answers the editor requests of the server.
  */
 export class ActiveEditor {
   constructor(
     private _app: JupyterFrontEnd,
-    private _connection: BridgeConnection,
+    private _connection: LabSocket,
     private _notebooks: INotebookTracker,
     private _editors: IEditorTracker
   ) {

@@ -18,7 +18,7 @@ import { IStatusBar } from '@jupyterlab/statusbar';
 import { commandHandlers } from './actions';
 import { ActivityPanel, MCPStatus } from './activity';
 import { BreakpointSync } from './breakpoints';
-import { BridgeConnection } from './connection';
+import { LabSocket } from './connection';
 import { Approvals } from './dialogs';
 import { ActiveEditor } from './editor';
 
@@ -46,7 +46,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
     labShell: ILabShell | null,
     debuggerService: IDebugger | null
   ): void => {
-    const connection = new BridgeConnection(app.serviceManager.serverSettings);
+    const connection = new LabSocket(app.serviceManager.serverSettings);
     const editor = new ActiveEditor(app, connection, notebooks, editors);
     const approvals = new Approvals(connection);
     // Every request of protocol.json needs an answer here, or this does not compile.

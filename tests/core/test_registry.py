@@ -10,6 +10,7 @@ import pytest
 from jupyter_mcp.core.context import Settings, ToolContext
 from jupyter_mcp.core.errors import ToolError
 from jupyter_mcp.core.registry import Registry, ToolSet
+from jupyter_mcp.services import build_services
 
 
 def make_registry() -> tuple[Registry, dict[str, object]]:
@@ -42,7 +43,10 @@ def make_registry() -> tuple[Registry, dict[str, object]]:
 
 @pytest.fixture
 def ctx(tmp_path) -> ToolContext:
-    return ToolContext(root_dir=tmp_path)
+    # Services (which start nothing until used) hold the approver of destructive calls.
+    context = ToolContext(root_dir=tmp_path)
+    context.services = build_services(context)
+    return context
 
 
 def run(coro):
@@ -100,7 +104,7 @@ def test_approval_answer_decides(ctx, answer, ran):
     async def approver(tool, arguments):
         return answer
 
-    ctx.approver = approver
+    ctx.services.approver = approver
     if ran:
         assert run(registry.call("merge", {}, ctx)).value == "merged"
     else:

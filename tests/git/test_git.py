@@ -113,16 +113,16 @@ def repo(jp_root_dir: Path) -> Path:
 def approve(mcp_app: Any) -> Iterator[list[Any]]:
     """Set an approver that answers with ``answers[0]``; the list records the requests."""
     context = mcp_app.tool_context
-    previous = context.approver
+    previous = context.services.approver
     asked: list[Any] = [True]
 
     async def approver(tool: Any, arguments: dict[str, Any]) -> bool:
         asked.append((tool.name, dict(arguments)))
         return bool(asked[0])
 
-    context.approver = approver
+    context.services.approver = approver
     yield asked
-    context.approver = previous
+    context.services.approver = previous
 
 
 # --- repositories that are not, or barely, repositories ---------------------------------
@@ -850,7 +850,8 @@ def feature(repo: Path) -> Path:
 
 async def test_merge_without_a_window_or_approval_changes_nothing(fails, feature, mcp_app, approve):
     before = state(feature)
-    mcp_app.tool_context.approver = None
+    services = mcp_app.tool_context.services
+    services.approver = services.editor.approve  # the server's own, with no window to ask in
     error = await fails("branch_action", action="merge")
     assert "needs the user's approval" in error and "no JupyterLab window" in error
     assert state(feature) == before
@@ -858,7 +859,7 @@ async def test_merge_without_a_window_or_approval_changes_nothing(fails, feature
     async def reject(tool: Any, arguments: dict[str, Any]) -> bool:
         return False
 
-    mcp_app.tool_context.approver = reject
+    services.approver = reject
     assert "did not approve" in await fails("branch_action", action="mergeToMain")
     assert state(feature) == before
 

@@ -205,7 +205,7 @@ def page(lab: Lab) -> Iterator[Any]:
         page.wait_for_selector(".jp-MCP-status", timeout=90000)
         wait_for(
             lambda: "MCP: offline" not in page.inner_text(".jp-MCP-status"),
-            what="the bridge to connect",
+            what="the lab socket to connect",
         )
         yield page
         browser.close()

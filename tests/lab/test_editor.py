@@ -1,4 +1,4 @@
-"""The browser bridge and the editor/action tools, with scripted windows on a real WebSocket.
+"""The editor link and the editor/action tools, with scripted windows on a real WebSocket.
 
 A ``FakeWindow`` speaks the labextension's protocol over ``{base_url}mcp/bridge`` of a real
 Jupyter server: it reports state and answers requests the way the labextension does. The
@@ -130,10 +130,13 @@ def file_doc(path: str, dirty: bool = False) -> dict[str, Any]:
 async def test_without_a_window_reads_are_empty_and_edits_fail(ok: Any, fails: Any) -> None:
     assert await ok("get_open_in_editor_file_text") == ""
     assert await ok("get_open_in_editor_file_path") == ""
-    assert "No JupyterLab window is connected" in await fails("replace_selected_text", text="x")
-    assert "No JupyterLab window" in await fails("replace_current_file_text", text="x")
-    assert "No JupyterLab window" in await fails("list_available_actions")
-    assert "No JupyterLab window" in await fails("execute_action_by_id", actionId="a:b")
+    # Each refusal says what is missing without a window
+    no_editor = "No JupyterLab window is connected, so there is no active editor; open JupyterLab"
+    assert (await fails("replace_selected_text", text="x")).startswith(no_editor)
+    assert (await fails("replace_current_file_text", text="x")).startswith(no_editor)
+    no_actions = "No JupyterLab window is connected, so there are no actions; open JupyterLab"
+    assert (await fails("list_available_actions")).startswith(no_actions)
+    assert (await fails("execute_action_by_id", actionId="a:b")).startswith(no_actions)
 
 
 async def test_open_file_checks_the_path_before_asking_a_window(
@@ -150,7 +153,7 @@ async def test_open_file_checks_the_path_before_asking_a_window(
 # -- the socket itself -----------------------------------------------------------------------
 
 
-async def test_bridge_socket_requires_auth_origin_and_a_window_id(
+async def test_lab_socket_requires_auth_origin_and_a_window_id(
     jp_ws_fetch: Any, jp_http_port: int
 ) -> None:
     with pytest.raises(HTTPClientError) as refused:

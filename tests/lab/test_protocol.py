@@ -102,7 +102,7 @@ def test_parameters_are_checked_against_the_list() -> None:
 
 
 async def test_the_bridge_refuses_a_request_not_in_the_list(mcp_app: Any) -> None:
-    bridge = mcp_app.editor_bridge
+    bridge = mcp_app.tool_context.services.editor
     with pytest.raises(ValueError, match="no request 'readFile'"):
         await bridge.request("readFile")
 

@@ -555,12 +555,12 @@ async def test_disabling_a_single_plugin_tool(jp_fetch: Any, fails: Any, mcp_app
 
 
 async def test_destructive_tool_without_a_window_fails_and_does_nothing(
-    fails: Any, ok: Any, jp_root_dir: Path, mcp_app: Any
+    fails: Any, ok: Any, jp_root_dir: Path
 ) -> None:
     await ok("example_notes__add_note", title="keep", body="precious")
-    mcp_app.tool_context.approver = None
     error = await fails("example_notes__delete_note", title="keep")
-    assert "approval" in error and "nothing was done" in error
+    assert "approval" in error and "no JupyterLab window" in error
+    assert "nothing was done" in error
     assert (jp_root_dir / "notes" / "keep.md").read_text() == "precious"
 
 
@@ -575,7 +575,7 @@ async def test_destructive_tool_runs_only_when_approved(
         asked.append((tool.name, arguments))
         return answer["value"]
 
-    mcp_app.tool_context.approver = approver
+    mcp_app.tool_context.services.approver = approver
     assert "did not approve" in await fails("example_notes__delete_note", title="old")
     assert (jp_root_dir / "notes" / "old.md").exists()
     answer["value"] = True
@@ -866,7 +866,7 @@ async def test_seed_port_listener_is_found_by_scanning(
             with pytest.raises(OSError), socket.socket() as s:
                 s.bind(("127.0.0.1", below))
         # Loopback only.
-        sockets = app.seed_port._server._sockets.values()
+        sockets = app.tool_context.services.seed_port._server._sockets.values()
         assert {s.getsockname()[0] for s in sockets} == {"127.0.0.1"}
         assert any(f"seed port {port} listening at http://127.0.0.1:{port}/" in m for m in logged)
         # The same handlers and auth: tools answer with a token, and nothing without one.
@@ -894,6 +894,6 @@ async def test_seed_port_listener_is_found_by_scanning(
 
 
 async def test_seed_port_is_off_by_default(mcp_app: Any, jp_fetch: Any) -> None:
-    assert mcp_app.seed_port is None
+    assert mcp_app.tool_context.services.seed_port is None
     response = await jp_fetch("mcp", "status", method="GET")
     assert "seedPort" not in json.loads(response.body)["result"]
