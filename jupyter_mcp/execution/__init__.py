@@ -1,3 +1,3 @@
 """Processes the server runs for agents: background commands, the project terminal, run
-configurations, breakpoints.
+configurations, breakpoints, and which kernels are busy.
 """

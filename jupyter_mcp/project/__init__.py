@@ -1,1 +1,2 @@
-"""What belongs to the project: the file walk and its ignore rules, project facts."""
+"""What belongs to the project: the file walk and its ignore rules (``walk``), and what kind of
+project it is and what it depends on (``detect``)."""
