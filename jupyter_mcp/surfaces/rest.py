@@ -36,42 +36,44 @@ def environment(handler: MCPBaseHandler) -> dict[str, Any]:
     }
 
 
-class SeedInfoHandler(MCPBaseHandler):
-    """GET or POST answering ``{"jsonrpc": "2.0", "id": 0, "result": ...}`` (the seed REST form)."""
+def seed_answer(result: dict[str, Any]) -> dict[str, Any]:
+    """The seed REST form of an information route: ``{"jsonrpc", "id": 0, "result"}``."""
+    return {"jsonrpc": "2.0", "id": 0, "result": result}
 
-    def result(self) -> dict[str, Any]:
-        """The ``result`` member of the answer: each route says its own."""
-        raise NotImplementedError
+
+class InitializeHandler(MCPBaseHandler):
+    """``GET`` or ``POST /mcp/initialize``: server information."""
 
     @web.authenticated
     @authorized
     def get(self) -> None:
-        self.send_json({"jsonrpc": "2.0", "id": 0, "result": self.result()})
+        self.send_json(
+            seed_answer(
+                {
+                    "protocolVersion": "2024-11-05",
+                    "capabilities": {"tools": {"listChanged": True}, "resources": {}},
+                    "serverInfo": {"name": "jupyter-mcp", "version": __version__},
+                    "environment": environment(self),
+                }
+            )
+        )
 
     post = get
 
 
-class InitializeHandler(SeedInfoHandler):
-    """``/mcp/initialize``: server information."""
+class StatusHandler(MCPBaseHandler):
+    """``GET`` or ``POST /mcp/status``: running state and workspace."""
 
-    def result(self) -> dict[str, Any]:
-        return {
-            "protocolVersion": "2024-11-05",
-            "capabilities": {"tools": {"listChanged": True}, "resources": {}},
-            "serverInfo": {"name": "jupyter-mcp", "version": __version__},
-            "environment": environment(self),
-        }
-
-
-class StatusHandler(SeedInfoHandler):
-    """``/mcp/status``: running state and workspace."""
-
-    def result(self) -> dict[str, Any]:
+    @web.authenticated
+    @authorized
+    def get(self) -> None:
         result: dict[str, Any] = {"status": "running", "environment": environment(self)}
         seed_port = self.ctx.services.seed_port
         if seed_port is not None:
             result.update(seed_port.status())
-        return result
+        self.send_json(seed_answer(result))
+
+    post = get
 
 
 class ListToolsHandler(MCPBaseHandler):
