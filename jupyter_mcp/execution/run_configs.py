@@ -164,15 +164,20 @@ def _args(value: Any) -> list[str]:
     raise _Unsupported("has args that are neither a string nor a list")
 
 
-def _launch_configs(root: Path, log: Any) -> list[RunConfig]:
-    path = root / ".vscode" / "launch.json"
+def _vscode_file(root: Path, name: str, log: Any) -> Any:
+    """The content of ``.vscode/<name>`` (JSON with comments); None when missing or unreadable."""
+    path = root / ".vscode" / name
     if not path.is_file():
-        return []
+        return None
     try:
-        data = _load_jsonc(path)
+        return _load_jsonc(path)
     except (OSError, ValueError) as e:
         log.warning("Cannot read %s: %s", path, e)
-        return []
+        return None
+
+
+def _launch_configs(root: Path, log: Any) -> list[RunConfig]:
+    data = _vscode_file(root, "launch.json", log)
     found = []
     for raw in data.get("configurations", []) if isinstance(data, dict) else []:
         if not isinstance(raw, dict) or not isinstance(raw.get("name"), str):
@@ -212,14 +217,7 @@ _OS_KEY = {"Windows": "windows", "Darwin": "osx"}.get(platform.system(), "linux"
 
 
 def _task_configs(root: Path, log: Any) -> list[RunConfig]:
-    path = root / ".vscode" / "tasks.json"
-    if not path.is_file():
-        return []
-    try:
-        data = _load_jsonc(path)
-    except (OSError, ValueError) as e:
-        log.warning("Cannot read %s: %s", path, e)
-        return []
+    data = _vscode_file(root, "tasks.json", log)
     if not isinstance(data, dict):
         return []
     shared_options: dict[str, Any] = _dict(data.get("options"))

@@ -162,6 +162,20 @@ def test_no_pytest_without_tests(tmp_path: Path) -> None:
     assert [c.name for c in discover(tmp_path, logging.getLogger("test"))] == ["pytest"]
 
 
+def test_unreadable_vscode_files_are_skipped_with_a_warning(tmp_path: Path, caplog) -> None:
+    (tmp_path / ".vscode").mkdir()
+    (tmp_path / ".vscode" / "launch.json").write_text("{ not json")
+    (tmp_path / ".vscode" / "tasks.json").write_text('["a list, not an object"]')
+    (tmp_path / "package.json").write_text(json.dumps({"scripts": {"go": "echo go"}}))
+    with caplog.at_level(logging.WARNING, logger="test"):
+        names = [c.name for c in discover(tmp_path, logging.getLogger("test"))]
+    # The other sources still answer; only the file that cannot be parsed is named.
+    assert names == ["go"]
+    assert [r.getMessage().split(":")[0] for r in caplog.records] == [
+        f"Cannot read {tmp_path / '.vscode' / 'launch.json'}"
+    ]
+
+
 def test_ignored_and_outside_notebooks_and_tests_are_not_offered(
     tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
