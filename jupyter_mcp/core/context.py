@@ -23,6 +23,7 @@ from .paths import relative_path, resolve_in_root
 
 if TYPE_CHECKING:
     from ..code.client import CodeService
+    from ..documents.notebook_document import NotebookDocuments
     from ..execution.breakpoints import BreakpointStore
     from ..execution.busy import BusyKernels
     from ..execution.processes import BackgroundCommands
@@ -141,6 +142,8 @@ class Services:
     #: Asks the user to approve a call (the editor link asks in a JupyterLab window); None
     #: means there is nobody to ask, and every call that needs approval is refused.
     approver: Callable[[Tool, dict[str, Any]], Awaitable[bool]] | None = None
+    #: Opens a notebook's document, in its file or live (see documents/notebook_document.py).
+    notebooks: NotebookDocuments | None = None
     #: The JupyterLab window link; None outside a server.
     editor: EditorBridge | None = None
     plugins: PluginHost | None = None

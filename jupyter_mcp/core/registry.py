@@ -236,6 +236,26 @@ class ToolSet:
         return iter(self.tools)
 
 
+@dataclass(frozen=True)
+class Image:
+    """A picture a tool shows beside its JSON value: ``data`` is base64, as notebooks keep it."""
+
+    mime_type: str
+    data: str
+
+
+@dataclass
+class WithImages:
+    """What a tool returns to attach pictures (cell outputs) to its value.
+
+    Standard MCP gives each image as an image content block after the text; the REST surfaces,
+    which answer JSON only, give the value alone.
+    """
+
+    value: Any
+    images: list[Image] = field(default_factory=list)
+
+
 @dataclass
 class CallResult:
     """A tool's answer: its JSON value and the text form the result window is cut from."""
@@ -244,6 +264,7 @@ class CallResult:
     text: str
     total_length: int
     window: tuple[int, int] | None = None
+    images: list[Image] = field(default_factory=list)
 
     @property
     def more(self) -> bool:
@@ -418,6 +439,9 @@ class Registry:
         if tool.approval_needed(arguments):
             await ctx.request_approval(tool, arguments)
         value = await run_tool(tool, ctx, arguments)
+        images: list[Image] = []
+        if isinstance(value, WithImages):
+            value, images = value.value, value.images
         text = result_text(value)
         if window is None and always_window:
             window = (0, ctx.settings.result_window)
@@ -428,9 +452,16 @@ class Registry:
                     f"The result of {name} is {len(text.encode('utf-8'))} bytes, over the "
                     f"server's limit of {limit}; read it in windows with resultStart/resultEnd"
                 )
-            return CallResult(value=value, text=text, total_length=len(text))
+            return CallResult(value=value, text=text, total_length=len(text), images=images)
         start, end = window
-        return CallResult(value=value, text=text[start:end], total_length=len(text), window=window)
+        return CallResult(
+            value=value,
+            text=text[start:end],
+            total_length=len(text),
+            window=window,
+            # Pictures go with the first window only, so paging through a result sends each once.
+            images=images if start == 0 else [],
+        )
 
 
 def _non_finite_number(arguments: dict[str, Any]) -> tuple[str, float] | None:

@@ -177,6 +177,9 @@ def call_tool_result(result: CallResult, protocol_version: str) -> types.CallToo
                 )
             )
         )
+    content.extend(
+        types.ImageContent(data=image.data, mime_type=image.mime_type) for image in result.images
+    )
     structured: Any = None
     whole = start == 0 and not result.more
     if whole and isinstance(result.value, dict | list):

@@ -209,3 +209,25 @@ def test_the_settings_defaults_are_the_traits_defaults():
     # A fresh app's snapshot is exactly Settings(): a default changed in one place only would
     # show here.
     assert JupyterMCP().settings_snapshot() == Settings()
+
+
+def test_pictures_go_with_the_value_and_with_the_first_window_only(ctx):
+    from jupyter_mcp.core.registry import Image, WithImages
+    from jupyter_mcp.surfaces.mcp import call_tool_result
+
+    tools = ToolSet()
+    picture = Image(mime_type="image/png", data="iVBORw0K")
+
+    @tools.tool("plot", "Draw.", read_only=True)
+    def plot(ctx: ToolContext) -> WithImages:
+        return WithImages({"text": "x" * 50}, [picture])
+
+    registry = Registry(tools)
+    whole = asyncio.run(registry.call("plot", {}, ctx))
+    assert whole.value == {"text": "x" * 50} and whole.images == [picture]
+    first = asyncio.run(registry.call("plot", {"resultStart": 0, "resultEnd": 20}, ctx))
+    rest = asyncio.run(registry.call("plot", {"resultStart": 20}, ctx))
+    assert first.images == [picture] and rest.images == []
+    blocks = call_tool_result(whole, "2025-06-18").content
+    assert [b.type for b in blocks] == ["text", "image"]
+    assert blocks[1].data == "iVBORw0K" and blocks[1].mime_type == "image/png"
