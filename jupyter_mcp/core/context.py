@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from ..execution.processes import BackgroundCommands
     from ..execution.run_configs import RunManager
     from ..execution.terminal import ProjectTerminal
+    from ..kernels.debugger import KernelDebuggers
     from ..lab.editor import EditorBridge
     from ..plugins.host import PluginHost
     from ..search.backend import ProjectSearch
@@ -132,6 +133,8 @@ class Services:
     busy_kernels: BusyKernels
     search: ProjectSearch
     code: CodeService
+    #: The agent's debug sessions on notebook kernels.
+    debugger: KernelDebuggers
     #: The ContentsManager plugins get: the server's, or the one a test harness gives.
     contents_manager: Any = None
     #: Called with a file's real path before a tool writes it; raises ToolError to refuse
@@ -157,6 +160,7 @@ class Services:
         if self.mcp_surface is not None:
             steps.append(("the MCP surface", self.mcp_surface.stop))  # ends every session
         steps += [
+            ("debug sessions", self.debugger.shutdown),  # before kernels go: nothing stays paused
             ("runs", self.runs.shutdown),  # and their kernels
             ("background commands", self.background_commands.shutdown),
             ("the project terminal", self.terminal.shutdown),

@@ -1,8 +1,9 @@
-"""Debug tools: line breakpoints kept by the server.
+"""Debug tools: line breakpoints kept by the server, and a debug session on a notebook's kernel.
 
 Breakpoints live in the server's :class:`~jupyter_mcp.execution.breakpoints.BreakpointStore`
 (``ctx.services.breakpoints``); lines are 1-based and, for notebooks, lines of the
-percent-format text view every text tool uses.
+percent-format text view every text tool uses. ``debug_session`` drives the notebook kernel's
+own debugger (:mod:`jupyter_mcp.kernels.debugger`) and sets those breakpoints in its cells.
 """
 
 from __future__ import annotations
@@ -11,8 +12,11 @@ from typing import Any
 
 from ..core.context import ToolContext
 from ..core.errors import ToolError
-from ..core.registry import ToolSet
+from ..core.registry import ToolSet, WithImages
+from ..documents.facts import is_notebook
 from ..documents.files import read_text
+from ..kernels.debugger import EXCEPTION_FILTERS
+from ..kernels.outputs import images_of
 
 tools = ToolSet()
 
@@ -68,3 +72,171 @@ def toggle_debugger_breakpoint(ctx: ToolContext, pathInProject: str, line: int) 
 def get_debugger_breakpoints(ctx: ToolContext) -> list[dict[str, Any]]:
     """Every breakpoint of the project, sorted by path and line."""
     return ctx.services.breakpoints.list()
+
+
+_DEBUG_ACTIONS = [
+    "start",
+    "stop",
+    "run_cell",
+    "state",
+    "stack",
+    "variables",
+    "evaluate",
+    "continue",
+    "step_over",
+    "step_into",
+    "step_out",
+    "pause",
+]
+
+
+@tools.tool(
+    "debug_session",
+    "Debug a notebook's code in its kernel (ipykernel's debugger, the one JupyterLab's debugger "
+    "uses): stop at breakpoints, read the stack and variables, evaluate, step. Actions: "
+    "'start' turns the debugger on for the notebook's kernel and sets the notebook's breakpoints "
+    "(those of toggle_debugger_breakpoint, lines of the percent-format view) — if the user has "
+    "JupyterLab's debugger on for that kernel, the session shares it; 'exceptions' "
+    "('none'/'raised'/'uncaught') also stops on exceptions. 'run_cell' (cellId or index) runs a "
+    "cell under the debugger and answers when it stops ({'state': 'stopped', 'where': {cellId, "
+    "line (0-based in the cell), viewLine (1-based, percent view), code, function, reason: "
+    "breakpoint/step/exception/pause}, 'frameId'}), finishes ({'state': 'finished', 'status', "
+    "'outputs'}) or is still running after timeoutMs ({'state': 'running'}). 'continue', "
+    "'step_over', 'step_into', 'step_out', 'pause' move and answer the same way. 'stack' lists "
+    "frames (frameId, function, cellId/line or file/fileLine); 'variables' gives a frame's scopes "
+    "and its locals (frameId, default the innermost), or the children of a variablesReference, "
+    "paged by start/count, values cut to 300 characters; 'evaluate' evaluates 'expression' in a "
+    "frame. 'state' says whether a cell runs or is stopped and where, and which breakpoints the "
+    "debugger verified. 'stop' ends the session; nothing stays paused.",
+    {
+        "action": {"type": "string", "enum": _DEBUG_ACTIONS, "description": "What to do."},
+        "pathInProject": {
+            "type": "string",
+            "description": "The notebook (.ipynb), relative to the project root.",
+        },
+        "cellId": {"type": "string", "description": "run_cell: the cell to run."},
+        "index": {
+            "type": "integer",
+            "minimum": 0,
+            "description": "run_cell: the cell to run by 0-based index (cellId wins).",
+        },
+        "frameId": {
+            "type": "integer",
+            "description": "variables, evaluate: the frame (from 'stack'); default the innermost.",
+        },
+        "variablesReference": {
+            "type": "integer",
+            "minimum": 1,
+            "description": "variables: expand this variable (or scope) instead of a frame.",
+        },
+        "expression": {"type": "string", "description": "evaluate: a Python expression."},
+        "start": {
+            "type": "integer",
+            "minimum": 0,
+            "default": 0,
+            "description": "stack, variables: the first item to return.",
+        },
+        "count": {
+            "type": "integer",
+            "minimum": 1,
+            "maximum": 200,
+            "default": 50,
+            "description": "stack, variables: how many items to return.",
+        },
+        "exceptions": {
+            "type": "string",
+            "enum": list(EXCEPTION_FILTERS),
+            "description": (
+                "start: stop on every exception raised ('raised'), on those the notebook's "
+                "code does not catch ('uncaught'), or on none (default)."
+            ),
+        },
+        "timeoutMs": {
+            "type": "integer",
+            "minimum": 1,
+            "maximum": 600000,
+            "default": 30000,
+            "description": "run_cell and moves: how long to wait for the code to stop or finish.",
+        },
+    },
+    required=["action", "pathInProject"],
+    title="Debug session",
+    destructive=True,  # runs code in the user's kernel
+)
+async def debug_session(
+    ctx: ToolContext,
+    action: str,
+    pathInProject: str,
+    cellId: str | None = None,
+    index: int | None = None,
+    frameId: int | None = None,
+    variablesReference: int | None = None,
+    expression: str | None = None,
+    start: int = 0,
+    count: int = 50,
+    exceptions: str | None = None,
+    timeoutMs: int = 30000,
+) -> Any:
+    """One action of the agent's debug session on the notebook's kernel."""
+    path = ctx.resolve(pathInProject, must_exist=True)
+    if not is_notebook(path):
+        raise ToolError(f"{pathInProject} is not a notebook; debug sessions run notebook cells")
+    shown = ctx.relative(path)
+    debuggers = ctx.services.debugger
+    timeout = timeoutMs / 1000
+    if action == "start":
+        return await debuggers.start(ctx, path, shown, exceptions)
+    if action == "stop":
+        return await debuggers.stop(ctx, path, shown)
+    session = await debuggers.session(path, shown)
+    if action == "state":
+        return await session.state()
+    if action == "stack":
+        frames = await session.frames()
+        page = frames[start : start + count]
+        return {
+            "frames": [await session.frame_answer(f) for f in page],
+            "start": start,
+            "total": len(frames),
+            "more": start + len(page) < len(frames),
+        }
+    if action == "variables":
+        return await session.variables(frameId, variablesReference, start, count)
+    if action == "evaluate":
+        if not expression:
+            raise ToolError("evaluate needs an 'expression'")
+        return await session.evaluate(expression, frameId)
+    if action == "pause":
+        return await session.pause(timeout)
+    async with session.action_lock:
+        if action == "run_cell":
+            nb, _ = await session.notebook()
+            cell = find_cell(nb, cellId, index, shown)
+            answer = await session.run_cell(cell, timeout)
+        else:
+            answer = await session.move(action, timeout)
+    if answer.get("state") == "finished" and answer.get("outputs") and session.run is not None:
+        pictures = images_of(session.run.outputs[-len(answer["outputs"]) :])
+        if pictures:
+            return WithImages(answer, pictures)
+    return answer
+
+
+def find_cell(nb: Any, cell_id: str | None, index: int | None, shown: str) -> Any:
+    """The code cell named by id (preferred) or index, with a clear error otherwise."""
+    if cell_id is not None:
+        found = [c for c in nb.cells if c.get("id") == cell_id]
+        if not found:
+            raise ToolError(f"No cell with id {cell_id!r} in {shown}")
+        cell = found[0]
+    elif index is not None:
+        if index >= len(nb.cells):
+            raise ToolError(f"{shown} has {len(nb.cells)} cells; there is no cell {index}")
+        cell = nb.cells[index]
+    else:
+        raise ToolError("run_cell needs the cell: 'cellId' or 'index'")
+    if cell.cell_type != "code":
+        raise ToolError(f"Cell {cell.get('id')} of {shown} is a {cell.cell_type} cell, not code")
+    if not cell.get("id"):
+        raise ToolError(f"The cells of {shown} have no ids (nbformat < 4.5); save it in JupyterLab")
+    return cell

@@ -1,0 +1,993 @@
+"""Driving a notebook kernel's debugger: the agent's side of what JupyterLab's debugger does.
+
+ipykernel carries a debugger (debugpy) that speaks the Debug Adapter Protocol over the kernel's
+own channels: a ``debug_request`` on the control channel gets a ``debug_reply``, and the
+debugger's events (``stopped``, ``continued`` …) arrive as ``debug_event`` on iopub. The
+control channel is served by a thread of its own, so it answers while the cell's code is
+paused at a breakpoint; the ``execute_request`` of that cell simply has not finished yet.
+
+A :class:`DebugSession` is one such conversation with the kernel of one notebook:
+
+- starting it sends ``initialize`` and ``attach`` (as JupyterLab does), unless the kernel's
+  debugger is already on — then JupyterLab (the user) started it, and the session *shares* it:
+  one debug state, so the user's debugger panel shows where the agent stopped, and stopping the
+  agent's session leaves the user's debugger on;
+- the server's breakpoints for the notebook (1-based lines of its percent-format view) are set
+  per cell: a cell's code is sent with ``dumpCell``, which answers the file name the kernel
+  compiles that code under, and ``setBreakpoints`` takes lines inside the cell;
+- a cell runs as an ``execute_request`` followed in the background; an action answers when the
+  code stops (``stopped`` event), the cell finishes (its reply), or its time is up.
+
+ipykernel pairs each debugger request with the next answer it gets from debugpy; a request
+that never gets one leaves that pairing off by one, so a request that times out ends the
+session rather than risk answering the next request with the wrong reply.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import queue
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..core.context import ToolContext
+from ..core.errors import ToolError
+from ..core.paths import is_inside
+from ..documents.files import read_notebook_and_view
+from ..documents.notebook_view import cell_marker_lines, view_lines_by_cell, view_of_notebook
+from .outputs import cut, output_object
+from .sessions import NotebookKernel, notebook_kernel
+
+if TYPE_CHECKING:
+    from nbformat import NotebookNode
+
+    from ..documents.notebook_document import NotebookDocument
+
+log = logging.getLogger("jupyter_mcp")
+
+#: How long one debugger request may take before the session is given up (seconds).
+REQUEST_TIMEOUT = 15.0
+#: ``attach`` starts debugpy inside the kernel the first time: slower than other requests.
+ATTACH_TIMEOUT = 60.0
+#: How often a wait checks that the kernel is still the one the session started on (seconds).
+ALIVE_POLL = 0.5
+#: Characters of a variable's value or an evaluation's result an answer carries.
+VALUE_LIMIT = 300
+#: Outputs of a cell an answer carries (consecutive stream outputs count as one).
+OUTPUT_LIMIT = 20
+#: How long stopping a session waits for the resumed cell to finish, to report its outputs.
+STOP_WAIT = 5.0
+
+#: ``exceptions`` option → debugpy's exception breakpoint filters. The notebook's code never
+#: has an uncaught exception in debugpy's sense (IPython catches everything a cell raises), so
+#: "uncaught" is debugpy's "userUnhandled": an exception leaving the notebook's code.
+EXCEPTION_FILTERS = {"none": [], "raised": ["raised"], "uncaught": ["userUnhandled"]}
+
+MOVES = {"continue": "continue", "step_over": "next", "step_into": "stepIn", "step_out": "stepOut"}
+
+
+class SessionEnded(ToolError):
+    """The session is over (kernel gone or restarted, debugger turned off); it was cleaned up."""
+
+
+@dataclass
+class CellRun:
+    """A cell executing under the debugger, followed until its reply arrives."""
+
+    cell_id: str
+    msg_id: str
+    outputs: list[dict[str, Any]] = field(default_factory=list)
+    reply: dict[str, Any] | None = None
+    failure: str | None = None
+    idle: bool = False
+    done: asyncio.Event = field(default_factory=asyncio.Event)
+    task: asyncio.Task[None] | None = None
+
+    def take(self, kind: str, content: dict[str, Any]) -> None:
+        """One iopub message of this execution, kept as nbformat keeps outputs."""
+        import nbformat
+
+        if kind == "clear_output":
+            self.outputs.clear()
+        elif kind == "stream":
+            last = self.outputs[-1] if self.outputs else None
+            if last and last.get("output_type") == "stream" and last["name"] == content["name"]:
+                last["text"] += content.get("text", "")
+            else:
+                self.outputs.append(
+                    {"output_type": "stream", "name": content["name"], "text": content["text"]}
+                )
+        elif kind in ("execute_result", "display_data", "error"):
+            msg = {"header": {"msg_type": kind}, "content": content}
+            self.outputs.append(dict(nbformat.v4.output_from_msg(msg)))
+
+
+def outputs_answer(outputs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Output objects of ``outputs``, the last :data:`OUTPUT_LIMIT` of them (the cut said)."""
+    shown = outputs[-OUTPUT_LIMIT:]
+    answer: dict[str, Any] = {"outputs": [output_object(o) for o in shown]}
+    if len(outputs) > len(shown):
+        answer["outputsOmitted"] = len(outputs) - len(shown)
+    return answer
+
+
+def short_value(value: str) -> dict[str, Any]:
+    """``{"value"}`` cut to :data:`VALUE_LIMIT` characters, with ``valueLength`` when cut."""
+    text, was_cut = cut(value, VALUE_LIMIT)
+    return {"value": text, "valueLength": len(value)} if was_cut else {"value": text}
+
+
+def own_client(manager: Any) -> Any:
+    """A client of the server's kernel with a session (a zmq identity) of its own.
+
+    ``manager.client()`` shares the manager's session, whose id is the identity of the
+    client's shell and control sockets: the kernel then sends every reply to whichever client
+    with that identity connected last, and another client of the server (a run, a cell
+    execution) would take this one's debugger replies.
+    """
+    from jupyter_client.session import Session
+
+    session = Session(key=manager.session.key, signature_scheme=manager.session.signature_scheme)
+    return manager.client(session=session)
+
+
+def _kernel_pid(manager: Any) -> Any:
+    provisioner = getattr(manager, "provisioner", None)
+    return getattr(provisioner, "pid", None)
+
+
+class DebugSession:
+    """The agent's debug session on the kernel of one notebook (see the module docstring)."""
+
+    def __init__(self, ctx: ToolContext, path: Path, shown: str, kernel: NotebookKernel) -> None:
+        self.ctx = ctx
+        self.path = path
+        self.shown = shown
+        self.kernel = kernel
+        self.shared = False
+        self.exceptions = "none"
+        self.ended: str | None = None
+        self.client: Any = None
+        self._pid: Any = None
+        self._seq = 0
+        self._request_lock = asyncio.Lock()
+        #: One action at a time changes what runs (run, moves, stop); inspecting may overlap.
+        self.action_lock = asyncio.Lock()
+        self._reader: asyncio.Task[None] | None = None
+        self._changed = asyncio.Event()
+        #: The last ``stopped`` event's body while the code is stopped, else None.
+        self.stopped: dict[str, Any] | None = None
+        self._stops = 0
+        self._idles = 0
+        self._frames: list[dict[str, Any]] | None = None
+        self._main_thread: int | None = None
+        #: A step that ran off the end of a cell stays armed in debugpy and stops the next code
+        #: that runs, somewhere in the kernel's own code: that stop is resumed, not reported.
+        self._stray_step = False
+        self._moving = False
+        self.run: CellRun | None = None
+        self._document: NotebookDocument | None = None
+        self._doc_queue: asyncio.Queue[tuple[str, Any]] | None = None
+        # Where each cell's code lives in the kernel, both ways.
+        self._source_of_cell: dict[str, str] = {}
+        self._cell_of_source: dict[str, str] = {}
+        #: Breakpoints set in the kernel: source path → {line in the cell (1-based): verified}.
+        self._set: dict[str, dict[int, bool]] = {}
+        self._tmp_prefix: str | None = None
+        self._unsubscribe: Callable[[], None] | None = None
+        self._sync_lock = asyncio.Lock()
+        self._tasks: set[asyncio.Task[Any]] = set()
+
+    # ---------------------------------------------------------------------------------------
+    # Starting and ending
+
+    async def open(self, exceptions: str) -> None:
+        """Connect, start or join the kernel's debugger, set breakpoints and exceptions."""
+        manager = self.kernel.manager(self.ctx)
+        self._pid = _kernel_pid(manager)
+        self.client = own_client(manager)
+        self.client.start_channels()
+        try:
+            await self.client.wait_for_ready(timeout=60)
+            msg_id = self.client.kernel_info()
+            reply = await self._shell_reply(msg_id, REQUEST_TIMEOUT)
+            if "debugger" not in reply["content"].get("supported_features", []) and not reply[
+                "content"
+            ].get("debugger"):
+                name = reply["content"].get("implementation", "this kernel")
+                raise ToolError(
+                    f"The kernel of {self.shown} ({name}) has no debugger; ipykernel 6 or later "
+                    "with debugpy installed in the kernel's environment has one"
+                )
+            self._reader = asyncio.create_task(self._read_iopub())
+            info = await self.request("debugInfo")
+            self._tmp_prefix = info.get("tmpFilePrefix")
+            if info.get("isStarted"):
+                self.shared = True
+                stopped = info.get("stoppedThreads") or []
+                if stopped:
+                    self.stopped = {"threadId": stopped[0], "reason": "pause"}
+            else:
+                await self.request(
+                    "initialize",
+                    clientID="jupyter-mcp",
+                    clientName="jupyter-mcp",
+                    adapterID="python",
+                    pathFormat="path",
+                    linesStartAt1=True,
+                    columnsStartAt1=True,
+                    supportsVariableType=True,
+                    supportsVariablePaging=True,
+                )
+                # Functions and classes among the variables, not in groups of their own.
+                presentation = {"special": "group", "function": "inline", "class": "inline"}
+                await self.request(
+                    "attach", timeout=ATTACH_TIMEOUT, variablePresentation=presentation
+                )
+                await self.request("configurationDone")
+            await self.set_exceptions(exceptions)
+            await self.sync_breakpoints()
+            self._unsubscribe = self.ctx.services.breakpoints.subscribe(self._breakpoints_changed)
+        except BaseException:
+            await self._release()
+            raise
+
+    async def close(self) -> dict[str, Any]:
+        """End the session: nothing of the agent's stays paused; the user's debugger stays on."""
+        resumed = False
+        run = self.run
+        try:
+            if not self.shared:
+                for source in list(self._set):
+                    await self.request("setBreakpoints", source={"path": source}, breakpoints=[])
+            if self.exceptions != "none":
+                await self.request("setExceptionBreakpoints", filters=[])
+            if self.stopped is not None and (not self.shared or self._ours_running()):
+                await self.request("continue", threadId=self.stopped["threadId"])
+                resumed = True
+            if not self.shared:
+                await self.request("disconnect", restart=False, terminateDebuggee=False)
+            # A shared debugger keeps the user's breakpoints, which may stop the agent's cell
+            # again: it is let go on until it finishes (or the wait is over).
+            deadline = time.monotonic() + STOP_WAIT
+            while self._ours_running() and time.monotonic() < deadline:
+                if self.shared and self.stopped is not None:
+                    await self.request("continue", threadId=self.stopped["threadId"])
+                changed = self._changed
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(changed.wait(), ALIVE_POLL)
+        except ToolError:
+            pass  # the session ends anyway; the kernel's own state is reset by disconnect
+        answer: dict[str, Any] = {"session": "ended", "resumed": resumed}
+        if self.shared:
+            answer["message"] = "JupyterLab's debugger stays on for this kernel"
+        if run is not None:
+            answer["run"] = self._run_answer(run)
+        await self._end("the session was stopped")
+        return answer
+
+    async def _end(self, reason: str) -> None:
+        if self.ended is None:
+            self.ended = reason
+        await self._release()
+        self._notify()
+
+    async def _release(self) -> None:
+        if self._unsubscribe is not None:
+            self._unsubscribe()
+            self._unsubscribe = None
+        run = self.run
+        tasks = [t for t in (self._reader, run.task if run else None) if t is not None]
+        tasks += list(self._tasks)
+        current = asyncio.current_task()
+        for task in tasks:
+            if task is not current:
+                task.cancel()
+        for task in tasks:
+            if task is not current:
+                with contextlib.suppress(BaseException):
+                    await task
+        if self.client is not None:
+            with contextlib.suppress(Exception):
+                self.client.stop_channels()
+
+    async def check(self) -> None:
+        """Raise :class:`SessionEnded` (after cleaning up) when the kernel is not the one the
+        session started on any more."""
+        if self.ended is not None:
+            raise SessionEnded(f"The debug session on {self.shown} ended: {self.ended}")
+        reason = await self._kernel_gone()
+        if reason is not None:
+            await self._end(reason)
+            raise SessionEnded(f"The debug session on {self.shown} ended: {reason}")
+
+    async def _kernel_gone(self) -> str | None:
+        try:
+            manager = self.ctx.serverapp.kernel_manager.get_kernel(self.kernel.kernel_id)
+        except KeyError:
+            return "the kernel was shut down"
+        if _kernel_pid(manager) != self._pid:
+            return "the kernel restarted"
+        try:
+            alive = await manager.is_alive()
+        except Exception:
+            alive = False
+        return None if alive else "the kernel stopped (it died or was restarted)"
+
+    # ---------------------------------------------------------------------------------------
+    # The wire
+
+    async def request(
+        self, command: str, *, timeout: float = REQUEST_TIMEOUT, **arguments: Any
+    ) -> dict[str, Any]:
+        """Send one debugger request and answer the body of its reply (ToolError on failure)."""
+        async with self._request_lock:
+            if self.ended is not None:
+                raise SessionEnded(f"The debug session on {self.shown} ended: {self.ended}")
+            self._seq += 1
+            content = {"type": "request", "seq": self._seq, "command": command}
+            content["arguments"] = arguments
+            msg = self.client.session.msg("debug_request", content)
+            self.client.control_channel.send(msg)
+            deadline = time.monotonic() + timeout
+            while True:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    timed_out = True
+                    break
+                try:
+                    reply = await self.client.control_channel.get_msg(
+                        timeout=min(remaining, ALIVE_POLL)
+                    )
+                except queue.Empty:
+                    gone = await self._kernel_gone()
+                    if gone is not None:
+                        self._spawn(self._end(gone))
+                        raise SessionEnded(
+                            f"The debug session on {self.shown} ended: {gone}"
+                        ) from None
+                    continue
+                if reply.get("parent_header", {}).get("msg_id") == msg["header"]["msg_id"]:
+                    timed_out = False
+                    break
+        if timed_out:
+            self._spawn(self._end(f"the kernel's debugger did not answer {command!r}"))
+            raise SessionEnded(
+                f"The kernel's debugger did not answer {command!r} within {timeout:g} s; the "
+                f"debug session on {self.shown} was ended (the kernel keeps running)"
+            )
+        body: dict[str, Any] = reply.get("content") or {}
+        if not body:
+            # ipykernel answers nothing to requests while its debugger is off.
+            self._spawn(self._end("the kernel's debugger was turned off"))
+            raise SessionEnded(
+                f"The kernel's debugger is off (turned off in JupyterLab, or the kernel "
+                f"restarted); the debug session on {self.shown} ended"
+            )
+        if not body.get("success", False):
+            message = body.get("message") or "no reason given"
+            raise ToolError(f"The kernel's debugger refused {command}: {message}")
+        result: dict[str, Any] = body.get("body") or {}
+        return result
+
+    async def _shell_reply(self, msg_id: str, timeout: float) -> dict[str, Any]:
+        deadline = time.monotonic() + timeout
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise ToolError(f"The kernel of {self.shown} did not answer in time")
+            reply: dict[str, Any] = await self.client.get_shell_msg(timeout=remaining)
+            if reply.get("parent_header", {}).get("msg_id") == msg_id:
+                return reply
+
+    def _spawn(self, coroutine: Any) -> None:
+        task = asyncio.get_running_loop().create_task(coroutine)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def _notify(self) -> None:
+        self._changed.set()
+        self._changed = asyncio.Event()
+
+    async def _read_iopub(self) -> None:
+        while True:
+            try:
+                msg = await self.client.get_iopub_msg(timeout=ALIVE_POLL)
+            except queue.Empty:
+                continue
+            kind = msg.get("msg_type")
+            content = msg.get("content") or {}
+            parent = msg.get("parent_header") or {}
+            run = self.run
+            if kind == "debug_event":
+                self._on_event(content)
+            elif run is not None and parent.get("msg_id") == run.msg_id:
+                if kind == "status":
+                    if content.get("execution_state") == "idle":
+                        run.idle = True
+                        self._notify()
+                else:
+                    run.take(kind, content)
+                    self._to_document(kind, content)
+            elif kind == "status" and parent.get("msg_type") == "execute_request":
+                if content.get("execution_state") == "idle":
+                    self._idles += 1
+                    self._notify()
+
+    def _on_event(self, event: dict[str, Any]) -> None:
+        name = event.get("event")
+        body = event.get("body") or {}
+        if name == "stopped":
+            if self._stray_step and not self._moving and body.get("reason") == "step":
+                self._stray_step = False
+                self._spawn(self._resume_stray(body.get("threadId")))
+                return
+            self._stray_step = False
+            self.stopped = body
+            self._frames = None
+            self._stops += 1
+            if body.get("threadId") is not None:
+                self._main_thread = body["threadId"]
+            self._notify()
+        elif name == "continued":
+            self.stopped = None
+            self._frames = None
+            self._notify()
+
+    async def _resume_stray(self, thread_id: Any) -> None:
+        with contextlib.suppress(ToolError):
+            await self.request("continue", threadId=thread_id)
+
+    # ---------------------------------------------------------------------------------------
+    # The notebook and its breakpoints
+
+    async def notebook(self) -> tuple[NotebookNode, str]:
+        """The notebook as it is now (live when open) and its percent-format view."""
+        documents = self.ctx.services.notebooks
+        if documents is not None:
+            import nbformat
+
+            document = await documents.open(self.path, self.shown)
+            nb = nbformat.from_dict(await document.snapshot())
+            return nb, await asyncio.to_thread(view_of_notebook, nb)
+        return await asyncio.to_thread(read_notebook_and_view, self.ctx, self.path, self.shown)
+
+    async def dump(self, cell_id: str, source: str) -> str:
+        """The file the kernel compiles ``source`` under (written by the kernel)."""
+        path = (await self.request("dumpCell", code=source))["sourcePath"]
+        self._source_of_cell[cell_id] = path
+        self._cell_of_source[path] = cell_id
+        return str(path)
+
+    async def sync_breakpoints(self) -> None:
+        """Make the kernel's breakpoints in this notebook's cells those of the server."""
+        async with self._sync_lock:
+            nb, view = await self.notebook()
+            lines = {
+                e["line"]
+                for e in self.ctx.services.breakpoints.list()
+                if e["path"] == str(self.path)
+            }
+            by_id = {c.get("id"): c for c in nb.cells}
+            wanted: dict[str, list[int]] = {}
+            for entry in view_lines_by_cell(nb, lines, view):
+                cell = by_id.get(entry["id"])
+                if cell is None or cell.cell_type != "code":
+                    continue
+                source = await self.dump(entry["id"], cell.source)
+                wanted[source] = entry["lines"]
+            for source in list(self._set):
+                if source not in wanted:
+                    await self.request("setBreakpoints", source={"path": source}, breakpoints=[])
+                    del self._set[source]
+            for source, cell_lines in wanted.items():
+                body = await self.request(
+                    "setBreakpoints",
+                    source={"path": source},
+                    breakpoints=[{"line": n} for n in cell_lines],
+                    sourceModified=False,
+                )
+                answered = body.get("breakpoints") or []
+                self._set[source] = {
+                    n: bool(answered[i].get("verified")) if i < len(answered) else False
+                    for i, n in enumerate(cell_lines)
+                }
+
+    def _breakpoints_changed(self, change: dict[str, Any]) -> None:
+        if change.get("path") == str(self.path) and self.ended is None:
+            self._spawn(self._sync_quietly())
+
+    async def _sync_quietly(self) -> None:
+        try:
+            await self.sync_breakpoints()
+        except ToolError as e:
+            log.warning("Setting breakpoints of %s in its kernel failed: %s", self.shown, e)
+
+    async def set_exceptions(self, exceptions: str) -> None:
+        """Stop on raised / uncaught exceptions, or not ("none")."""
+        if exceptions != self.exceptions:
+            await self.request("setExceptionBreakpoints", filters=EXCEPTION_FILTERS[exceptions])
+        self.exceptions = exceptions
+
+    async def breakpoints(self) -> list[dict[str, Any]]:
+        """The breakpoints set in the kernel, by cell, with whether the debugger verified them."""
+        nb, view = await self.notebook()
+        markers = cell_marker_lines(nb, view) or []
+        index_of = {c.get("id"): i for i, c in enumerate(nb.cells)}
+        found = []
+        for source, lines in self._set.items():
+            cell_id = self._cell_of_source.get(source)
+            index = index_of.get(cell_id)
+            for line, verified in sorted(lines.items()):
+                entry: dict[str, Any] = {"cellId": cell_id, "line": line - 1, "verified": verified}
+                if index is not None and index < len(markers):
+                    entry["viewLine"] = markers[index] + line
+                found.append(entry)
+        return found
+
+    # ---------------------------------------------------------------------------------------
+    # Running a cell
+
+    def _ours_running(self) -> bool:
+        return self.run is not None and not self.run.done.is_set()
+
+    async def run_cell(self, cell: Any, timeout: float) -> dict[str, Any]:
+        """Execute ``cell`` under the debugger; answer when it stops, finishes or times out."""
+        if self._ours_running():
+            assert self.run is not None
+            raise ToolError(
+                f"Cell {self.run.cell_id} is still running under the debugger"
+                + (" (stopped)" if self.stopped else "")
+                + "; continue, step, pause or stop the session first"
+            )
+        if self.stopped is not None:
+            raise ToolError(
+                "The kernel is stopped in code the agent did not start (JupyterLab's debugger); "
+                "it cannot run a cell until that code continues"
+            )
+        await self.sync_breakpoints()
+        await self.dump(cell.id, cell.source)
+        self._document = None
+        if self.ctx.services.notebooks is not None:
+            self._document = await self.ctx.services.notebooks.open(self.path, self.shown)
+        msg_id = self.client.execute(cell.source, store_history=True, allow_stdin=False)
+        run = CellRun(cell_id=cell.id, msg_id=msg_id)
+        self.run = run
+        stops = self._stops
+        if self._document is not None:
+            self._doc_queue = asyncio.Queue()
+            self._doc_queue.put_nowait(("started", None))
+        run.task = asyncio.create_task(self._follow(run))
+        return await self.settle(run, stops, self._idles, timeout, what="run_cell")
+
+    async def _follow(self, run: CellRun) -> None:
+        writer = (
+            asyncio.create_task(self._write_document(run.cell_id))
+            if self._doc_queue is not None
+            else None
+        )
+        try:
+            while True:
+                try:
+                    reply: dict[str, Any] = await self.client.get_shell_msg(timeout=ALIVE_POLL)
+                except queue.Empty:
+                    gone = await self._kernel_gone()
+                    if gone is not None:
+                        run.failure = gone
+                        self._spawn(self._end(gone))
+                        return
+                    continue
+                if reply.get("parent_header", {}).get("msg_id") == run.msg_id:
+                    run.reply = reply["content"]
+                    break
+            # The outputs come on iopub, closed by "idle"; the reply may overtake them.
+            deadline = time.monotonic() + 5
+            while not run.idle and time.monotonic() < deadline:
+                await asyncio.sleep(0.02)
+        finally:
+            if writer is not None and self._doc_queue is not None:
+                count = (run.reply or {}).get("execution_count")
+                self._doc_queue.put_nowait(("finished", count))
+                with contextlib.suppress(Exception):
+                    await asyncio.wait_for(writer, 10)
+            run.done.set()
+            self._notify()
+
+    def _to_document(self, kind: str, content: dict[str, Any]) -> None:
+        if self._doc_queue is not None:
+            self._doc_queue.put_nowait((kind, content))
+
+    async def _write_document(self, cell_id: str) -> None:
+        """Write the run's outputs into the notebook as they arrive, in order."""
+        import nbformat
+
+        document, pending = self._document, self._doc_queue
+        assert document is not None and pending is not None
+        while True:
+            kind, content = await pending.get()
+            try:
+                if kind == "started":
+                    await document.run_started(cell_id)
+                elif kind == "finished":
+                    await document.run_finished(cell_id, content)
+                    return
+                elif kind == "clear_output":
+                    await document.clear_output(cell_id)
+                elif kind in ("stream", "execute_result", "display_data", "error"):
+                    msg = {"header": {"msg_type": kind}, "content": content}
+                    await document.output(cell_id, dict(nbformat.v4.output_from_msg(msg)))
+            except Exception:  # the notebook closed or changed: the run itself goes on
+                log.exception("Writing a debugged cell's output into %s failed", self.shown)
+
+    # ---------------------------------------------------------------------------------------
+    # Waiting, moving
+
+    async def settle(
+        self, run: CellRun | None, stops: int, idles: int, timeout: float, *, what: str
+    ) -> dict[str, Any]:
+        """Wait until the code stops again, ``run`` (or, without one, any execution) finishes,
+        or ``timeout`` passes."""
+        deadline = time.monotonic() + timeout
+        while True:
+            if self._stops > stops and self.stopped is not None:
+                found = await self.stopped_answer()
+                if not self._library_exception(found["where"]):
+                    return found
+                # Libraries the kernel itself uses raise and catch exceptions of their own
+                # (formatting a traceback does): not the notebook's, so not a place to stop.
+                stops = self._stops
+                await self.request("continue", threadId=self.stopped["threadId"])
+                continue
+            if run is not None and run.done.is_set():
+                return self._run_answer(run)
+            if run is None and self._idles > idles:
+                return {"state": "finished"}
+            if self.ended is not None:
+                raise SessionEnded(f"The debug session on {self.shown} ended: {self.ended}")
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                break
+            changed = self._changed
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(changed.wait(), min(remaining, ALIVE_POLL))
+        if what in ("run_cell", "continue"):
+            answer: dict[str, Any] = {"state": "running"}
+            if run is not None:
+                answer["cellId"] = run.cell_id
+                answer.update(outputs_answer(run.outputs))
+            answer["message"] = (
+                f"Still running after {timeout:g} s (no breakpoint reached); 'state' or "
+                "'continue' waits again, 'pause' stops it where it is, 'stop' ends the session"
+            )
+            return answer
+        raise ToolError(
+            f"{what} did not stop within {timeout:g} s: the code is still running (a long loop "
+            "or call). The session is still on: 'pause' stops it where it is, 'continue' lets "
+            "it run, 'stop' ends the session"
+        )
+
+    def _library_exception(self, where: dict[str, Any]) -> bool:
+        """A stop on an exception in code outside the notebook and the project."""
+        file = where.get("file")
+        return where.get("reason") == "exception" and file is not None and Path(file).is_absolute()
+
+    async def move(self, action: str, timeout: float) -> dict[str, Any]:
+        """continue / step_over / step_into / step_out from where the code is stopped."""
+        if self.stopped is None:
+            if action == "continue" and self._ours_running():
+                return await self.settle(self.run, self._stops, self._idles, timeout, what=action)
+            raise ToolError(
+                f"Nothing is stopped, so there is nothing to {action.replace('_', ' ')}"
+            )
+        thread = self.stopped["threadId"]
+        run = self.run if self._ours_running() else None
+        stops, idles = self._stops, self._idles
+        self._moving = True
+        try:
+            await self.request(MOVES[action], threadId=thread)
+            answer = await self.settle(run, stops, idles, timeout, what=action)
+        finally:
+            self._moving = False
+        if action != "continue" and answer["state"] == "finished":
+            self._stray_step = True
+        return answer
+
+    async def pause(self, timeout: float) -> dict[str, Any]:
+        """Stop the running code where it is."""
+        if self.stopped is not None:
+            return await self.stopped_answer()
+        if not self._ours_running():
+            raise ToolError("No cell is running under the debugger, so there is nothing to pause")
+        thread = self._main_thread
+        if thread is None:
+            threads = (await self.request("threads")).get("threads") or []
+            main = [t["id"] for t in threads if t.get("name") == "MainThread"]
+            thread = main[0] if main else (threads[0]["id"] if threads else 1)
+        stops, idles = self._stops, self._idles
+        self._moving = True
+        try:
+            await self.request("pause", threadId=thread)
+            return await self.settle(self.run, stops, idles, timeout, what="pause")
+        finally:
+            self._moving = False
+
+    # ---------------------------------------------------------------------------------------
+    # Answers
+
+    def _run_answer(self, run: CellRun) -> dict[str, Any]:
+        if not run.done.is_set():
+            return {"state": "running", "cellId": run.cell_id, **outputs_answer(run.outputs)}
+        if run.failure is not None:
+            return {"state": "finished", "cellId": run.cell_id, "status": "error",
+                    "message": run.failure, **outputs_answer(run.outputs)}  # fmt: skip
+        reply = run.reply or {}
+        return {
+            "state": "finished",
+            "cellId": run.cell_id,
+            "status": reply.get("status", "error"),
+            "executionCount": reply.get("execution_count"),
+            **outputs_answer(run.outputs),
+        }
+
+    async def frames(self) -> list[dict[str, Any]]:
+        """The stack of the stopped thread (debugpy's frames), innermost first."""
+        if self.stopped is None:
+            raise ToolError("The code is not stopped; run_cell stops it at a breakpoint")
+        if self._frames is None:
+            body = await self.request("stackTrace", threadId=self.stopped["threadId"])
+            self._frames = body.get("stackFrames") or []
+        return self._frames
+
+    async def locate(self, source: str | None, line: int) -> dict[str, Any]:
+        """Where a frame is: a cell of the notebook (id, 0-based line, view line, the code) or a
+        file."""
+        where: dict[str, Any] = {}
+        if source and source not in self._cell_of_source and self._tmp_prefix:
+            if source.startswith(self._tmp_prefix):
+                await self._dump_all()
+        cell_id = self._cell_of_source.get(source or "")
+        if cell_id is not None:
+            nb, view = await self.notebook()
+            markers = cell_marker_lines(nb, view) or []
+            for index, cell in enumerate(nb.cells):
+                if cell.get("id") == cell_id:
+                    where["cellId"] = cell_id
+                    where["line"] = line - 1
+                    if index < len(markers):
+                        where["viewLine"] = markers[index] + line
+                    lines = cell.source.splitlines()
+                    if 0 < line <= len(lines):
+                        where["code"] = lines[line - 1]
+                    return where
+            where["cellId"] = cell_id  # the cell was deleted since
+            where["line"] = line - 1
+            return where
+        if source:
+            file = Path(source)
+            inside = file.is_absolute() and is_inside(self.ctx.root_dir, file)
+            where["file"] = self.ctx.relative(file) if inside else source
+        where["fileLine"] = line
+        return where
+
+    async def _dump_all(self) -> None:
+        nb, _ = await self.notebook()
+        for cell in nb.cells:
+            if cell.cell_type == "code" and cell.get("id") not in self._source_of_cell:
+                await self.dump(cell.id, cell.source)
+
+    async def frame_answer(self, frame: dict[str, Any]) -> dict[str, Any]:
+        """One frame as the agent gets it."""
+        where = await self.locate((frame.get("source") or {}).get("path"), frame.get("line", 0))
+        return {"frameId": frame["id"], "function": frame.get("name"), **where}
+
+    async def stopped_answer(self) -> dict[str, Any]:
+        """``{"state": "stopped", "where", …}`` for where the code is stopped now."""
+        stopped = self.stopped
+        assert stopped is not None
+        frames = await self.frames()
+        where: dict[str, Any] = {}
+        if frames:
+            top = await self.frame_answer(frames[0])
+            top.pop("frameId")
+            where.update(top)
+        reason = stopped.get("reason", "pause")
+        where["reason"] = reason
+        if reason == "exception":
+            where["exception"] = stopped.get("text") or ""
+            if stopped.get("description"):
+                where["exceptionMessage"] = stopped["description"]
+        answer: dict[str, Any] = {"state": "stopped", "where": where}
+        if frames:
+            answer["frameId"] = frames[0]["id"]
+        run = self.run
+        if run is not None and not run.done.is_set():
+            answer["cellId"] = run.cell_id
+            answer.update(outputs_answer(run.outputs))
+        return answer
+
+    async def frame_id(self, frame_id: int | None) -> int:
+        """``frame_id``, checked against the current stack, or the innermost frame's."""
+        frames = await self.frames()
+        if not frames:
+            raise ToolError("The stopped code has no frames to inspect")
+        if frame_id is None:
+            return int(frames[0]["id"])
+        if frame_id not in {f["id"] for f in frames}:
+            known = ", ".join(str(f["id"]) for f in frames[:20])
+            raise ToolError(
+                f"No frame {frame_id} in the current stack (frames: {known}); frame ids change "
+                "every time the code moves — ask 'stack' again"
+            )
+        return frame_id
+
+    async def variables(
+        self, frame_id: int | None, reference: int | None, start: int, count: int
+    ) -> dict[str, Any]:
+        """Scopes of a frame with its first scope's variables, or the children of a reference."""
+        if self.stopped is None:
+            raise ToolError("The code is not stopped; variables are read from a stopped frame")
+        answer: dict[str, Any] = {}
+        if reference is None:
+            fid = await self.frame_id(frame_id)
+            scopes = (await self.request("scopes", frameId=fid)).get("scopes") or []
+            answer["frameId"] = fid
+            answer["scopes"] = [
+                {"name": s.get("name"), "variablesReference": s.get("variablesReference")}
+                for s in scopes
+            ]
+            if not scopes:
+                return answer
+            reference = int(scopes[0]["variablesReference"])
+            answer["scope"] = scopes[0].get("name")
+        body = await self.request("variables", variablesReference=reference)
+        children = body.get("variables") or []
+        page = children[start : start + count]
+        answer.update(
+            variablesReference=reference,
+            start=start,
+            total=len(children),
+            more=start + len(page) < len(children),
+            variables=[self._variable(v) for v in page],
+        )
+        return answer
+
+    @staticmethod
+    def _variable(v: dict[str, Any]) -> dict[str, Any]:
+        item: dict[str, Any] = {"name": v.get("name"), "type": v.get("type", "")}
+        item.update(short_value(str(v.get("value", ""))))
+        if v.get("variablesReference"):
+            item["variablesReference"] = v["variablesReference"]
+        return item
+
+    async def evaluate(self, expression: str, frame_id: int | None) -> dict[str, Any]:
+        """``expression`` evaluated in a frame of the stopped code."""
+        fid = await self.frame_id(frame_id)
+        body = await self.request("evaluate", expression=expression, frameId=fid, context="repl")
+        answer: dict[str, Any] = {"frameId": fid, "type": body.get("type", "")}
+        text, was_cut = cut(str(body.get("result", "")), VALUE_LIMIT * 4)
+        answer["result"] = text
+        if was_cut:
+            answer["resultLength"] = len(str(body.get("result", "")))
+        if body.get("variablesReference"):
+            answer["variablesReference"] = body["variablesReference"]
+        return answer
+
+    async def state(self) -> dict[str, Any]:
+        """Whether code runs or is stopped (and where), the breakpoints and their verification."""
+        info = await self.request("debugInfo")
+        if not info.get("isStarted"):
+            await self._end("the kernel's debugger was turned off")
+            raise SessionEnded(
+                f"The debug session on {self.shown} ended: the kernel's debugger was turned off"
+            )
+        answer: dict[str, Any] = {
+            "session": "on",
+            "kernelId": self.kernel.kernel_id,
+            "shared": self.shared,
+            "exceptions": self.exceptions,
+            "running": self._ours_running() and self.stopped is None,
+        }
+        if self.stopped is not None:
+            answer.update(await self.stopped_answer())
+        elif self.run is not None:
+            answer.update(self._run_answer(self.run))
+        answer["breakpoints"] = await self.breakpoints()
+        return answer
+
+
+class KernelDebuggers:
+    """The agent's debug sessions, one per notebook, on the server's kernels."""
+
+    def __init__(self) -> None:
+        self._sessions: dict[Path, DebugSession] = {}
+        self._last_end: dict[Path, str] = {}
+        self._starting: dict[Path, asyncio.Lock] = {}
+
+    def get(self, path: Path) -> DebugSession | None:
+        """The live session of a notebook, or None."""
+        session = self._sessions.get(path)
+        if session is not None and session.ended is not None:
+            self._forget(session)
+            return None
+        return session
+
+    def _forget(self, session: DebugSession) -> None:
+        if self._sessions.get(session.path) is session:
+            del self._sessions[session.path]
+            self._last_end[session.path] = session.ended or "ended"
+
+    async def session(self, path: Path, shown: str) -> DebugSession:
+        """The notebook's session, checked alive; a clear error when there is none."""
+        session = self.get(path)
+        if session is None:
+            why = self._last_end.get(path)
+            raise ToolError(
+                f"No debug session on {shown}"
+                + (f" (the last one ended: {why})" if why else "")
+                + "; start one with action 'start'"
+            )
+        try:
+            await session.check()
+        except SessionEnded:
+            self._forget(session)
+            raise
+        return session
+
+    async def start(
+        self, ctx: ToolContext, path: Path, shown: str, exceptions: str | None
+    ) -> dict[str, Any]:
+        """Start (or join) the debugger of the notebook's kernel; idempotent."""
+        lock = self._starting.setdefault(path, asyncio.Lock())
+        async with lock:
+            session = self.get(path)
+            if session is not None:
+                try:
+                    await session.check()
+                except SessionEnded:
+                    self._forget(session)
+                    session = None
+            if session is not None:
+                if exceptions is not None:
+                    await session.set_exceptions(exceptions)
+                answer = await session.state()
+                answer["alreadyStarted"] = True
+                return answer
+            kernel = await notebook_kernel(ctx, path)
+            session = DebugSession(ctx, path, shown, kernel)
+            await session.open(exceptions or "none")
+            self._sessions[path] = session
+            answer = await session.state()
+            if session.shared:
+                answer["message"] = (
+                    "JupyterLab's debugger is already on for this kernel (the user is debugging): "
+                    "this session shares its state, so the user sees where the agent stops, and "
+                    "'stop' leaves the user's debugger on"
+                )
+            return answer
+
+    async def stop(self, ctx: ToolContext, path: Path, shown: str) -> dict[str, Any]:
+        """End the notebook's session (nothing stays paused)."""
+        session = self.get(path)
+        if session is None:
+            raise ToolError(f"No debug session on {shown}; nothing to stop")
+        async with session.action_lock:
+            try:
+                answer = await session.close()
+            finally:
+                self._forget(session)
+        return answer
+
+    async def shutdown(self) -> None:
+        """End every session (the server stops): resume what is paused, turn debuggers off."""
+        for session in list(self._sessions.values()):
+            try:
+                if session.ended is None:
+                    await session.close()
+            except Exception:
+                log.exception("Ending the debug session on %s failed", session.shown)
+            self._forget(session)
