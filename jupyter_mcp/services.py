@@ -24,6 +24,7 @@ from .execution.busy import BusyKernels
 from .execution.processes import BackgroundCommands
 from .execution.run_configs import RunManager
 from .execution.terminal import ProjectTerminal
+from .kernels.runner import Executions
 from .search.backend import ProjectSearch
 
 if TYPE_CHECKING:
@@ -57,6 +58,7 @@ def build_services(
         # A server keeps its index in a worker process; a bare folder searches in-process.
         search=ProjectSearch(ctx, in_worker=serverapp is not None),
         code=CodeService(ctx),
+        executions=Executions(serverapp, ctx.log),
         contents_manager=(
             contents_manager
             if contents_manager is not None

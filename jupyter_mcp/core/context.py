@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from ..execution.processes import BackgroundCommands
     from ..execution.run_configs import RunManager
     from ..execution.terminal import ProjectTerminal
+    from ..kernels.runner import Executions
     from ..lab.editor import EditorBridge
     from ..plugins.host import PluginHost
     from ..search.backend import ProjectSearch
@@ -132,6 +133,9 @@ class Services:
     busy_kernels: BusyKernels
     search: ProjectSearch
     code: CodeService
+    #: Runs of notebook cells and snippets, and the kept kernel clients they and the kernel
+    #: tools share.
+    executions: Executions
     #: The ContentsManager plugins get: the server's, or the one a test harness gives.
     contents_manager: Any = None
     #: Called with a file's real path before a tool writes it; raises ToolError to refuse
@@ -158,6 +162,7 @@ class Services:
             steps.append(("the MCP surface", self.mcp_surface.stop))  # ends every session
         steps += [
             ("runs", self.runs.shutdown),  # and their kernels
+            ("notebook executions", self.executions.shutdown),
             ("background commands", self.background_commands.shutdown),
             ("the project terminal", self.terminal.shutdown),
             ("the busy-kernel watcher", self.busy_kernels.shutdown),
