@@ -19,6 +19,7 @@ TOOL_MODULES = [
     "debug",
     "progress",
     "code",
+    "notebooks",
     "kernels",
 ]
 
