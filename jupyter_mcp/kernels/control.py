@@ -58,19 +58,23 @@ async def list_kernels(ctx: ToolContext, clients: KernelClients) -> list[dict[st
         kernel = session.get("kernel") or {}
         if kernel.get("id") and session.get("path"):
             notebooks.setdefault(kernel["id"], []).append(_shown(ctx, session["path"]))
-    listed = []
+    managers = {}
     for kernel_id in list(kernels.list_kernel_ids()):
         try:
-            manager = kernels.get_kernel(kernel_id)
+            managers[kernel_id] = kernels.get_kernel(kernel_id)
         except KeyError:  # shut down while listing
             continue
+    # A kernel that answers the silent probe is idle now, whatever the server's state (which
+    # follows the kernel's status messages a moment late) says.
+    counts = await asyncio.gather(*(execution_count(clients, k) for k in managers))
+    listed = []
+    for (kernel_id, manager), count in zip(managers.items(), counts, strict=True):
         state = getattr(manager, "execution_state", None) or "unknown"
-        count = await execution_count(clients, kernel_id) if state == "idle" else None
         listed.append(
             {
                 "kernelId": kernel_id,
                 "name": manager.kernel_name,
-                "state": state,
+                "state": "idle" if count is not None else state,
                 "executionCount": count,
                 "lastActivity": _iso(getattr(manager, "last_activity", None)),
                 "notebooks": sorted(notebooks.get(kernel_id, [])),

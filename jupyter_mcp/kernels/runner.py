@@ -145,11 +145,6 @@ def select_cells(
     return chosen
 
 
-def _source(cell: Mapping[str, Any]) -> str:
-    source = cell.get("source", "")
-    return "".join(source) if isinstance(source, list) else str(source)
-
-
 def _last_line(output: Mapping[str, Any]) -> str | None:
     """The last line a person would read in ``output``, for progress messages."""
     kind = output.get("output_type")

@@ -6,14 +6,12 @@ started with a session when it has none; the logic lives in :mod:`jupyter_mcp.ke
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from ..core.context import ToolContext, progress_reporter
 from ..core.errors import ToolError
 from ..core.registry import ToolSet, WithImages
-from ..documents.facts import is_notebook
-from ..documents.notebook_document import NotebookDocument
+from ..documents.cells import find_cell, source_of
 from ..kernels import control, introspection
 from ..kernels.runner import (
     DEFAULT_TIMEOUT_MS,
@@ -25,12 +23,16 @@ from ..kernels.runner import (
     select_cells,
 )
 from ..kernels.sessions import notebook_kernel
+from ..lab.notebooks import open_notebook
 
 tools = ToolSet()
 
 NOTEBOOK = {
     "type": "string",
-    "description": "Path of the notebook (.ipynb), relative to the project root.",
+    "description": (
+        "The notebook (.ipynb), relative to the project root (an absolute path inside it "
+        "works). Default: the notebook focused in JupyterLab."
+    ),
 }
 TIMEOUT = {
     "type": "integer",
@@ -42,23 +44,11 @@ TIMEOUT = {
         "answered with status 'timeout'."
     ),
 }
-CELL_ID = {"type": "string", "description": "The cell's id (wins over index)."}
+CELL_ID = {
+    "type": "string",
+    "description": "The cell's id (from get_notebook_cells); wins over index.",
+}
 INDEX = {"type": "integer", "minimum": 0, "description": "The cell's 0-based index."}
-
-
-def _notebook(ctx: ToolContext, path_in_project: str) -> tuple[Path, str]:
-    """The real path of a notebook argument and how the answer names it."""
-    path = ctx.resolve(path_in_project, must_exist=True)
-    if not path.is_file() or not is_notebook(path):
-        raise ToolError(f"Not a notebook (.ipynb file): {path_in_project}")
-    return path, ctx.relative(path)
-
-
-async def _document(ctx: ToolContext, path: Path, shown: str) -> NotebookDocument:
-    documents = ctx.services.notebooks
-    if documents is None:
-        raise ToolError("Notebook documents need a Jupyter server; this context has none")
-    return await documents.open(path, shown)
 
 
 def _executions(ctx: ToolContext) -> Executions:
@@ -97,13 +87,12 @@ def _answer(execution: Execution) -> WithImages:
             "description": "Answer an executionId at once instead of waiting for the run.",
         },
     },
-    required=["pathInProject"],
     open_world=True,
     title="Run notebook cells",
 )
 async def execute_notebook_cells(
     ctx: ToolContext,
-    pathInProject: str,
+    pathInProject: str | None = None,
     cellIds: list[str] | None = None,
     fromIndex: int | None = None,
     toIndex: int | None = None,
@@ -111,17 +100,13 @@ async def execute_notebook_cells(
     background: bool = False,
 ) -> WithImages:
     """Run the chosen cells; wait for them unless ``background``."""
-    path, shown = _notebook(ctx, pathInProject)
-    document = await _document(ctx, path, shown)
-    cells = select_cells(await document.snapshot(), shown, cellIds, fromIndex, toIndex)
-    kernel = await notebook_kernel(ctx, path)
+    document = await open_notebook(ctx, pathInProject)
+    cells = select_cells(await document.snapshot(), document.shown, cellIds, fromIndex, toIndex)
+    kernel = await notebook_kernel(ctx, document.path)
     execution = _executions(ctx).start(
         kernel,
-        shown,
-        [
-            Step(c["id"], "".join(c["source"]) if isinstance(c["source"], list) else c["source"])
-            for c in cells
-        ],
+        document.shown,
+        [Step(c["id"], source_of(c)) for c in cells],
         document=document,
         timeout_ms=timeoutMs,
         reporter=None if background else progress_reporter.get(),
@@ -170,19 +155,22 @@ async def get_execution(ctx: ToolContext, executionId: str, waitMs: int = 0) -> 
         "code": {"type": "string", "description": "The code to run."},
         "timeoutMs": TIMEOUT,
     },
-    required=["pathInProject", "code"],
+    required=["code"],
     open_world=True,
     title="Run code in a notebook's kernel",
 )
 async def execute_code_in_kernel(
-    ctx: ToolContext, pathInProject: str, code: str, timeoutMs: int = DEFAULT_TIMEOUT_MS
+    ctx: ToolContext,
+    code: str,
+    pathInProject: str | None = None,
+    timeoutMs: int = DEFAULT_TIMEOUT_MS,
 ) -> WithImages:
     """Run ``code`` in the notebook's kernel and answer its outputs."""
-    path, shown = _notebook(ctx, pathInProject)
-    kernel = await notebook_kernel(ctx, path)
+    document = await open_notebook(ctx, pathInProject)
+    kernel = await notebook_kernel(ctx, document.path)
     execution = _executions(ctx).start(
         kernel,
-        shown,
+        document.shown,
         [Step(None, code)],
         document=None,
         timeout_ms=timeoutMs,
@@ -236,9 +224,8 @@ async def kernel_action(
     clients = _executions(ctx).clients
     if action == "list":
         return await control.list_kernels(ctx, clients)
-    if pathInProject is None:
-        raise ToolError(f"kernel_action {action} needs pathInProject (the notebook)")
-    path, shown = _notebook(ctx, pathInProject)
+    document = await open_notebook(ctx, pathInProject)
+    path, shown = document.path, document.shown
     if action == "start":
         return await control.start(ctx, path, shown, kernelName)
     if action == "restart":
@@ -251,7 +238,6 @@ async def kernel_action(
         raise ToolError("kernel_action change needs kernelName (kernel_action list shows names)")
     answer = await control.change(ctx, clients, path, shown, kernelName)
     metadata = control.kernelspec_metadata(ctx, kernelName)
-    document = await _document(ctx, path, shown)
 
     def name_kernel(nb: dict[str, Any]) -> None:
         nb.setdefault("metadata", {})["kernelspec"] = metadata
@@ -274,17 +260,18 @@ async def kernel_action(
             "description": "Only these variables (any kind); an undefined one is an error.",
         },
     },
-    required=["pathInProject"],
     read_only=True,
     title="Kernel variables",
 )
 async def get_kernel_variables(
-    ctx: ToolContext, pathInProject: str, names: list[str] | None = None
+    ctx: ToolContext, pathInProject: str | None = None, names: list[str] | None = None
 ) -> list[dict[str, Any]]:
     """The variables of the notebook's kernel."""
-    path, shown = _notebook(ctx, pathInProject)
-    kernel = await notebook_kernel(ctx, path)
-    return await introspection.variables(_executions(ctx).clients, kernel.kernel_id, shown, names)
+    document = await open_notebook(ctx, pathInProject)
+    kernel = await notebook_kernel(ctx, document.path)
+    return await introspection.variables(
+        _executions(ctx).clients, kernel.kernel_id, document.shown, names
+    )
 
 
 @tools.tool(
@@ -309,46 +296,31 @@ async def get_kernel_variables(
             "description": "Also answer the documentation of the name at the cursor.",
         },
     },
-    required=["pathInProject", "line", "character"],
+    required=["line", "character"],
     read_only=True,
     title="Kernel completions",
 )
 async def get_kernel_completions(
     ctx: ToolContext,
-    pathInProject: str,
     line: int,
     character: int,
+    pathInProject: str | None = None,
     cellId: str | None = None,
     index: int | None = None,
     inspect: bool = False,
 ) -> dict[str, Any]:
     """Completions at ``line``/``character`` of the cell."""
-    path, shown = _notebook(ctx, pathInProject)
-    document = await _document(ctx, path, shown)
-    cell = _cell(await document.snapshot(), shown, cellId, index)
-    source = cell["source"] if isinstance(cell["source"], str) else "".join(cell["source"])
-    kernel = await notebook_kernel(ctx, path)
+    document = await open_notebook(ctx, pathInProject)
+    nb = await document.snapshot()
+    cell = nb["cells"][find_cell(nb, document.shown, cellId, index)]
+    kernel = await notebook_kernel(ctx, document.path)
     return await introspection.completions(
         _executions(ctx).clients,
         kernel.kernel_id,
-        shown,
-        source,
+        document.shown,
+        source_of(cell),
         line,
         character,
         where=f"cell {cell.get('id')}",
         inspect=inspect,
     )
-
-
-def _cell(nb: dict[str, Any], shown: str, cell_id: str | None, index: int | None) -> dict[str, Any]:
-    cells = nb.get("cells") or []
-    if cell_id is not None:
-        for cell in cells:
-            if cell.get("id") == cell_id:
-                return dict(cell)
-        raise ToolError(f"No cell with id {cell_id!r} in {shown}")
-    if index is None:
-        raise ToolError("Name the cell by cellId or index")
-    if not 0 <= index < len(cells):
-        raise ToolError(f"index {index} is out of range: {shown} has {len(cells)} cells")
-    return dict(cells[index])

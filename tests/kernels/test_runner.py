@@ -20,6 +20,7 @@ import pytest
 from jupyter_mcp.core.context import ToolContext, progress_reporter
 from jupyter_mcp.core.errors import ToolError
 from jupyter_mcp.core.registry import WithImages
+from jupyter_mcp.documents.notebook_file import FileNotebooks
 from jupyter_mcp.kernels.sessions import find_notebook_kernel
 from jupyter_mcp.services import build_services
 from jupyter_mcp.tools.kernels import (
@@ -75,10 +76,14 @@ class MemoryNotebook:
 
 
 class MemoryNotebooks:
-    def __init__(self) -> None:
+    """Opens notebooks as the file backend does (same refusals), but in memory."""
+
+    def __init__(self, ctx: ToolContext) -> None:
+        self.files = FileNotebooks(ctx)
         self.open_documents: dict[Path, MemoryNotebook] = {}
 
     async def open(self, path: Path, shown: str) -> MemoryNotebook:
+        await self.files.open(path, shown)
         if path not in self.open_documents:
             self.open_documents[path] = MemoryNotebook(path, shown)
         return self.open_documents[path]
@@ -88,7 +93,7 @@ class MemoryNotebooks:
 def ctx(jp_serverapp: Any, jp_root_dir: Path, jp_asyncio_loop: Any) -> Iterator[ToolContext]:
     context = ToolContext(root_dir=jp_root_dir, serverapp=jp_serverapp)
     context.services = build_services(context)
-    context.services.notebooks = MemoryNotebooks()
+    context.services.notebooks = MemoryNotebooks(context)
     yield context
 
     async def clean_up() -> None:
@@ -191,9 +196,9 @@ async def test_cells_by_id_or_range_and_bad_choices(ctx: ToolContext, jp_root_di
     assert "not both" in messages["both"]
     assert "no code cells in cells 2 to 2 of b.ipynb" in messages["no code"]
     (jp_root_dir / "plain.txt").write_text("x")
-    with pytest.raises(ToolError, match="Not a notebook"):
+    with pytest.raises(ToolError, match="plain.txt is not a notebook"):
         await run(ctx, "plain.txt")
-    with pytest.raises(ToolError, match="does not exist|not found|No such"):
+    with pytest.raises(ToolError, match="not found"):
         await run(ctx, "missing.ipynb")
 
 
@@ -208,7 +213,7 @@ async def test_the_kernel_is_the_notebooks_session_kernel(
     assert [(s["path"], s["kernel"]["id"]) for s in sessions] == [
         ("shared.ipynb", kernel.kernel_id)
     ]
-    answer = await execute_code_in_kernel(ctx, "shared.ipynb", "print(shared)")
+    answer = await execute_code_in_kernel(ctx, pathInProject="shared.ipynb", code="print(shared)")
     assert answer.value["outputs"][0]["text"] == "from the agent\n"
 
 
@@ -326,7 +331,7 @@ async def test_a_kernel_that_dies_mid_run_answers_what_it_had_and_the_next_run_i
     again = await run(ctx, "die.ipynb", cellIds=["c2"])
     assert again["status"] == "ok", again.get("error")
     assert again["cells"][0]["outputs"][0]["text"] == "never\n"
-    gone = await execute_code_in_kernel(ctx, "die.ipynb", "before")
+    gone = await execute_code_in_kernel(ctx, pathInProject="die.ipynb", code="before")
     assert gone.value["outputs"][0]["ename"] == "NameError"
 
 
@@ -361,7 +366,9 @@ async def test_snippets_do_not_change_the_notebook_or_the_count(
 ) -> None:
     path = notebook(jp_root_dir, "s.ipynb", "a = 1")
     await run(ctx, "s.ipynb")
-    answer = await execute_code_in_kernel(ctx, "s.ipynb", "b = a + 1\nprint(b)\nb * 10")
+    answer = await execute_code_in_kernel(
+        ctx, pathInProject="s.ipynb", code="b = a + 1\nprint(b)\nb * 10"
+    )
     assert answer.value == {
         "status": "ok",
         "outputs": [
@@ -381,7 +388,7 @@ async def test_snippets_do_not_change_the_notebook_or_the_count(
         ],
     }
     failed = await execute_code_in_kernel(
-        ctx, "s.ipynb", "import time; time.sleep(30)", timeoutMs=1000
+        ctx, pathInProject="s.ipynb", code="import time; time.sleep(30)", timeoutMs=1000
     )
     assert failed.value["status"] == "timeout"
     assert doc(ctx, path).events == [("started", "c0"), ("finished", "c0", 1)]
@@ -444,22 +451,24 @@ async def test_variables_and_completions_leave_no_trace(
     assert [v["name"] for v in only] == ["math", "table"] and only[0]["type"] == "module"
     with pytest.raises(ToolError, match="Not defined in the kernel of v.ipynb: nope"):
         await get_kernel_variables(ctx, "v.ipynb", names=["nope", "table"])
-    completed = await get_kernel_completions(ctx, "v.ipynb", cellId="c1", line=0, character=3)
+    completed = await get_kernel_completions(
+        ctx, pathInProject="v.ipynb", cellId="c1", line=0, character=3
+    )
     assert "numbers" in completed["matches"]
     assert (completed["start"], completed["end"]) == (0, 3)
     documented = await get_kernel_completions(
-        ctx, "v.ipynb", index=1, line=0, character=3, inspect=True
+        ctx, pathInProject="v.ipynb", index=1, line=0, character=3, inspect=True
     )
     assert "documentation" in documented
     with pytest.raises(ToolError, match="character 9 is out of range"):
-        await get_kernel_completions(ctx, "v.ipynb", cellId="c1", line=0, character=9)
+        await get_kernel_completions(ctx, pathInProject="v.ipynb", cellId="c1", line=0, character=9)
     with pytest.raises(ToolError, match="line 1 is out of range"):
-        await get_kernel_completions(ctx, "v.ipynb", cellId="c1", line=1, character=0)
+        await get_kernel_completions(ctx, pathInProject="v.ipynb", cellId="c1", line=1, character=0)
     # None of it changed the count, the history or the names of the user's namespace.
     check = await execute_code_in_kernel(
         ctx,
-        "v.ipynb",
-        "print(sorted(k for k in globals() if not k.startswith('_') and k not in "
+        pathInProject="v.ipynb",
+        code="print(sorted(k for k in globals() if not k.startswith('_') and k not in "
         "('In', 'Out', 'get_ipython', 'exit', 'quit', 'open')))\n"
         "print(len(In), get_ipython().execution_count)",
     )
@@ -491,7 +500,7 @@ async def test_kernel_actions(ctx: ToolContext, jp_serverapp: Any, jp_root_dir: 
     assert listed[0]["lastActivity"].startswith("20")
     restarted = await kernel_action(ctx, "restart", "k.ipynb")
     assert restarted["kernelId"] == started["kernelId"]
-    gone = await execute_code_in_kernel(ctx, "k.ipynb", "x")
+    gone = await execute_code_in_kernel(ctx, pathInProject="k.ipynb", code="x")
     assert gone.value["outputs"][0]["ename"] == "NameError"
     interrupted = await kernel_action(ctx, "interrupt", "k.ipynb")
     assert interrupted["kernelId"] == started["kernelId"]
@@ -503,7 +512,7 @@ async def test_kernel_actions(ctx: ToolContext, jp_serverapp: Any, jp_root_dir: 
     assert found is not None and found.kernel_id == changed["kernelId"]
     with pytest.raises(ToolError, match="needs kernelName"):
         await kernel_action(ctx, "change", "k.ipynb")
-    with pytest.raises(ToolError, match="needs pathInProject"):
+    with pytest.raises(ToolError, match="no notebook is focused"):
         await kernel_action(ctx, "restart")
     shut = await kernel_action(ctx, "shutdown", "k.ipynb")
     assert shut["state"] == "dead"
