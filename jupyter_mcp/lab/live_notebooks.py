@@ -304,6 +304,9 @@ class SharedNotebook:
             before = copy.deepcopy(nb)
             result = edit(nb)
             _normalised(nb, self.shown)
+            if (nb.get("nbformat", 4), nb.get("nbformat_minor", 0)) < (4, 5):
+                # Its cells have ids now, which nbformat 4.5 is the first to keep.
+                nb["nbformat"], nb["nbformat_minor"] = 4, 5
             if nb != before:
                 # jupyter_ydoc matches cells by id and updates only what changed, in one
                 # transaction, so every window sees the change as a change, not a reload.

@@ -4,7 +4,11 @@
  * and a running cell's outputs shown as they arrive.
  */
 import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
-import type { ISharedCodeCell, ISharedNotebook } from '@jupyter/ydoc';
+import type {
+  ISharedCell,
+  ISharedCodeCell,
+  ISharedNotebook
+} from '@jupyter/ydoc';
 
 import { RequestHandlers, RequestParams } from './protocol';
 
@@ -69,7 +73,9 @@ export class LiveNotebooks {
   }
 
   /**
-   * Apply a tool's change in one transaction, so one undo reverts all of it.
+   * Apply a tool's change so that one undo reverts it: a change of cell sources only through
+   * each cell's own history (Ctrl+Z in the cell's editor undoes it), any other change in one
+   * transaction of the notebook (undone from the notebook, Z in command mode or Edit > Undo).
    */
   async apply(params: RequestParams<'notebookApply'>): Promise<unknown> {
     const shared = await this._shared(params.path);
@@ -77,6 +83,18 @@ export class LiveNotebooks {
       return null;
     }
     const ops = params.ops as unknown as Op[];
+    for (const op of ops) {
+      if ('id' in op && indexOf(shared, op.id) < 0) {
+        throw new Error(`${params.path} has no cell with id ${op.id}`);
+      }
+    }
+    if (ops.every(op => op.op === 'source')) {
+      for (const op of ops as { id: string; source: string }[]) {
+        const cell = shared.cells[indexOf(shared, op.id)];
+        cell.transact(() => updateSource(cell, op.source));
+      }
+      return true;
+    }
     shared.transact(() => {
       for (const op of ops) {
         applyOp(shared, op);
@@ -141,11 +159,34 @@ export class LiveNotebooks {
 }
 
 function indexOf(shared: ISharedNotebook, id: string): number {
-  const index = shared.cells.findIndex(cell => cell.id === id);
-  if (index < 0) {
-    throw new Error(`The notebook has no cell with id ${id}`);
+  return shared.cells.findIndex(cell => cell.id === id);
+}
+
+/**
+ * Replace a cell's source by the one edit that differs (common head and tail kept), so the
+ * user's cursor and the rest of the text stay where they are.
+ */
+function updateSource(cell: ISharedCell, source: string): void {
+  const old = cell.getSource();
+  let start = 0;
+  const max = Math.min(old.length, source.length);
+  while (start < max && old[start] === source[start]) {
+    start++;
   }
-  return index;
+  let end = 0;
+  while (
+    end < max - start &&
+    old[old.length - 1 - end] === source[source.length - 1 - end]
+  ) {
+    end++;
+  }
+  if (start !== old.length - end || start !== source.length - end) {
+    cell.updateSource(
+      start,
+      old.length - end,
+      source.slice(start, source.length - end)
+    );
+  }
 }
 
 function applyOp(shared: ISharedNotebook, op: Op): void {
@@ -166,7 +207,7 @@ function applyOp(shared: ISharedNotebook, op: Op): void {
       break;
     }
     case 'source':
-      shared.cells[indexOf(shared, op.id)].setSource(op.source);
+      updateSource(shared.cells[indexOf(shared, op.id)], op.source);
       break;
     case 'metadata':
       shared.cells[indexOf(shared, op.id)].setMetadata(op.metadata);

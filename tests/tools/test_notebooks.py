@@ -1,6 +1,8 @@
 """The notebook tools on a real server: read cells with outputs, edit them by id, faults.
 
-Every refused call leaves the notebook file byte for byte as it was.
+Every refused call leaves the notebook file byte for byte as it was. The module runs twice:
+with the notebook in its file, and with jupyter-collaboration enabled, where each notebook is
+changed in the server's shared document (which saves it to the file shortly after).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import Any
 import httpx2
 import nbformat
 import pytest
+from conftest import collaboration_installed, server_config
 from mcp import Client, MCPError
 from mcp.client.streamable_http import streamable_http_client
 
@@ -26,6 +29,51 @@ PNG = base64.b64encode(
         "1f15c4890000000d49444154789c6360f80f000001010000050dfa5c0000000049454e44ae426082"
     )
 ).decode()
+
+
+@pytest.fixture(
+    params=[
+        "file",
+        pytest.param(
+            "collaboration",
+            marks=pytest.mark.skipif(
+                not collaboration_installed(), reason="jupyter-collaboration is not installed"
+            ),
+        ),
+    ]
+)
+def collaboration(request: pytest.FixtureRequest) -> bool:
+    """Whether this run has jupyter-collaboration enabled."""
+    return bool(request.param == "collaboration")
+
+
+@pytest.fixture
+def jp_server_config(collaboration: bool, tmp_path: Path) -> dict[str, Any]:
+    store = tmp_path / "collaboration"
+    store.mkdir()
+    return server_config(collaboration=collaboration, store=store)
+
+
+async def on_disk(path: Path, check: Any, timeout: float = 20.0) -> Any:
+    """The notebook file once ``check(notebook)`` holds (a shared document saves it shortly
+    after each change; a file-backed one has it at once)."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while True:
+        try:
+            nb = nbformat.read(path, as_version=4)
+            if check(nb):
+                return nb
+        except Exception:  # caught mid-save
+            pass
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError(f"{path.name} never reached the state wanted")
+        await asyncio.sleep(0.05)
+
+
+async def unchanged(files: list[Path], before: list[bytes]) -> None:
+    """Assert ``files`` still hold ``before``, also after a shared document's save delay."""
+    await asyncio.sleep(0.4)
+    assert [f.read_bytes() for f in files] == before
 
 
 def _notebook(root: Path, name: str = "n.ipynb", *, minor: int = 5) -> Path:
@@ -120,7 +168,9 @@ async def test_edits_by_id_carry_ids_and_a_diff(ok: Any, jp_root_dir: Path) -> N
         "insert_notebook_cell", pathInProject="n.ipynb", source="x = 1", afterCellId=ids[0]
     )
     assert inserted["index"] == 1
-    assert _ids(path) == [ids[0], inserted["cellId"], ids[1], ids[2]]
+    await on_disk(
+        path, lambda nb: [c.id for c in nb.cells] == [ids[0], inserted["cellId"], *ids[1:]]
+    )
     top = await ok(
         "insert_notebook_cell",
         pathInProject="n.ipynb",
@@ -142,14 +192,14 @@ async def test_edits_by_id_carry_ids_and_a_diff(ok: Any, jp_root_dir: Path) -> N
     )
     assert edited["cellId"] == ids[1] and edited["index"] == 3
     assert "-1 / 0" in edited["diff"] and "+1 / 1" in edited["diff"]
-    cell = nbformat.read(path, as_version=4).cells[3]
-    assert cell.source == "print('hi')\n1 / 1"
+    stored = await on_disk(path, lambda nb: nb.cells[3].source == "print('hi')\n1 / 1")
+    cell = stored.cells[3]
     assert cell.outputs and cell.execution_count == 3  # an edit keeps the outputs, as in Lab
 
     retyped = await ok("edit_notebook_cell", pathInProject="n.ipynb", index=3, cellType="markdown")
     assert retyped["diff"].startswith("cellType: code -> markdown")
-    cell = nbformat.read(path, as_version=4).cells[3]
-    assert cell.cell_type == "markdown" and "outputs" not in cell
+    cell = (await on_disk(path, lambda nb: nb.cells[3].cell_type == "markdown")).cells[3]
+    assert "outputs" not in cell
 
     moved = await ok("move_notebook_cell", pathInProject="n.ipynb", cellId=ids[2], toIndex=0)
     assert moved == {"cellId": ids[2], "index": 0}
@@ -159,9 +209,9 @@ async def test_edits_by_id_carry_ids_and_a_diff(ok: Any, jp_root_dir: Path) -> N
         "delete_notebook_cells", pathInProject="n.ipynb", cellIds=[top["cellId"], end["cellId"]]
     )
     assert deleted["deleted"] == 2
-    stored = nbformat.read(path, as_version=4)
+    order = [ids[2], ids[0], inserted["cellId"], ids[1]]
+    stored = await on_disk(path, lambda nb: [c.id for c in nb.cells] == order)
     nbformat.validate(stored)
-    assert [c.id for c in stored.cells] == [ids[2], ids[0], inserted["cellId"], ids[1]]
     assert stored.cells[0].outputs == [] and stored.cells[0].execution_count is None
 
 
@@ -172,9 +222,9 @@ async def test_a_notebook_without_ids_gets_them_on_its_first_edit(
     listed = await ok("get_notebook_cells", pathInProject="old.ipynb", includeOutputs=False)
     ids = [c["cellId"] for c in listed["cells"]]
     await ok("edit_notebook_cell", pathInProject="old.ipynb", cellId=ids[0], source="# New")
-    stored = nbformat.read(path, as_version=4)
+    stored = await on_disk(path, lambda nb: nb.cells[0].source == "# New")
     assert stored.nbformat_minor == 5 and [c.id for c in stored.cells] == ids
-    assert stored.cells[0].source == "# New"
+    nbformat.validate(stored)
 
 
 FAULTS = [
@@ -206,7 +256,7 @@ async def test_faults_are_clear_errors_and_change_nothing(
         if tool != "get_notebook_cell" and "cellId" not in args and "index" not in args:
             args["index"] = 0
         assert message in await fails(tool, **args), (tool, args)
-    assert [f.read_bytes() for f in files] == before
+    await unchanged(files, before)
 
 
 async def test_bad_edits_are_refused_and_change_nothing(fails: Any, jp_root_dir: Path) -> None:
@@ -245,7 +295,7 @@ async def test_bad_edits_are_refused_and_change_nothing(fails: Any, jp_root_dir:
     assert "nothing was cleared" in await fails(
         "clear_notebook_outputs", pathInProject="n.ipynb", cellIds=["nope"]
     )
-    assert path.read_bytes() == before
+    await unchanged([path], [before])
 
 
 async def test_an_edit_given_the_hash_of_the_source_it_read(ok: Any, jp_root_dir: Path) -> None:
@@ -256,7 +306,7 @@ async def test_an_edit_given_the_hash_of_the_source_it_read(ok: Any, jp_root_dir
     await ok(
         "edit_notebook_cell", pathInProject="n.ipynb", index=0, source="# T", expectedSource=digest
     )
-    assert nbformat.read(path, as_version=4).cells[0].source == "# T"
+    await on_disk(path, lambda nb: nb.cells[0].source == "# T")
 
 
 async def test_read_only_mode_lists_the_read_tools_only(mcp_app: Any) -> None:
@@ -342,5 +392,40 @@ async def test_two_clients_editing_two_notebooks_never_cross(
 
     await asyncio.gather(agent("a"), agent("b"))
     for name, path in paths.items():
-        sources = [c.source for c in nbformat.read(path, as_version=4).cells[3:]]
-        assert sources == [f"{name} {i}" for i in range(8)]
+        wanted = [f"{name} {i}" for i in range(8)]
+        await on_disk(path, lambda nb, wanted=wanted: [c.source for c in nb.cells[3:]] == wanted)
+
+
+# --- where the document lives, and a running cell in it ---------------------------------
+
+
+async def test_the_document_is_shared_with_collaboration_else_the_file(
+    mcp_app: Any, jp_root_dir: Path, collaboration: bool
+) -> None:
+    from jupyter_mcp.lab.notebooks import open_notebook
+
+    _notebook(jp_root_dir)
+    doc = await open_notebook(mcp_app.tool_context, "n.ipynb")
+    assert doc.location == ("shared" if collaboration else "file")
+
+
+async def test_a_running_cell_streams_into_the_document(
+    ok: Any, mcp_app: Any, jp_root_dir: Path
+) -> None:
+    from jupyter_mcp.lab.notebooks import open_notebook
+
+    path = _notebook(jp_root_dir)
+    cell_id = _ids(path)[1]
+    doc = await open_notebook(mcp_app.tool_context, "n.ipynb")
+    await doc.run_started(cell_id)
+    running = await ok("get_notebook_cell", pathInProject="n.ipynb", cellId=cell_id)
+    assert running["executionCount"] is None and running["outputs"] == []
+    for i in range(5):
+        await doc.output(cell_id, {"output_type": "stream", "name": "stdout", "text": f"{i}\n"})
+    await doc.run_finished(cell_id, 12)
+    done = await ok("get_notebook_cell", pathInProject="n.ipynb", cellId=cell_id)
+    assert done["executionCount"] == 12
+    assert [o["text"] for o in done["outputs"]] == ["0\n1\n2\n3\n4\n"]
+    stored = await on_disk(path, lambda nb: nb.cells[1].get("execution_count") == 12)
+    assert stored.cells[1].outputs[0].text == "0\n1\n2\n3\n4\n"
+    nbformat.validate(stored)
