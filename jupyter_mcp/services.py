@@ -19,12 +19,14 @@ from typing import TYPE_CHECKING, Any
 
 from .code.client import CodeService
 from .core.context import Services, ToolContext
+from .documents.notebook_file import FileNotebooks
 from .execution.breakpoints import BreakpointStore
 from .execution.busy import BusyKernels
 from .execution.processes import BackgroundCommands
 from .execution.run_configs import RunManager
 from .execution.terminal import ProjectTerminal
 from .kernels.debugger import KernelDebuggers
+from .kernels.runner import Executions
 from .search.backend import ProjectSearch
 
 if TYPE_CHECKING:
@@ -59,10 +61,13 @@ def build_services(
         search=ProjectSearch(ctx, in_worker=serverapp is not None),
         code=CodeService(ctx),
         debugger=KernelDebuggers(),
+        executions=Executions(serverapp, ctx.log),
         contents_manager=(
             contents_manager
             if contents_manager is not None
             else getattr(serverapp, "contents_manager", None)
         ),
         approver=approver,
+        # Notebooks in their files; the app puts live documents (windows, collaboration) first.
+        notebooks=FileNotebooks(ctx),
     )

@@ -49,3 +49,12 @@ def test_the_readme_table_says_each_settings_default():
         if rows[name] not in _shown(default):
             wrong.append(f"{name}: README says {rows[name]}, the default is {default!r}")
     assert not wrong, "\n".join(wrong)
+
+
+def test_every_notebook_tool_is_in_the_readme_table():
+    from jupyter_mcp.tools import kernels, notebooks
+
+    text = README.read_text(encoding="utf-8")
+    tools = [*notebooks.tools, *kernels.tools]
+    missing = [t.name for t in tools if f"| `{t.name}` |" not in text]
+    assert not missing, f"notebook tools missing from README's table: {missing}"

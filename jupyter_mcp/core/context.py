@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from ..execution.run_configs import RunManager
     from ..execution.terminal import ProjectTerminal
     from ..kernels.debugger import KernelDebuggers
+    from ..kernels.runner import Executions
     from ..lab.editor import EditorBridge
     from ..plugins.host import PluginHost
     from ..search.backend import ProjectSearch
@@ -135,6 +136,9 @@ class Services:
     code: CodeService
     #: The agent's debug sessions on notebook kernels.
     debugger: KernelDebuggers
+    #: Runs of notebook cells and snippets, and the kept kernel clients they and the kernel
+    #: tools share.
+    executions: Executions
     #: The ContentsManager plugins get: the server's, or the one a test harness gives.
     contents_manager: Any = None
     #: Called with a file's real path before a tool writes it; raises ToolError to refuse
@@ -162,6 +166,7 @@ class Services:
         steps += [
             ("debug sessions", self.debugger.shutdown),  # before kernels go: nothing stays paused
             ("runs", self.runs.shutdown),  # and their kernels
+            ("notebook executions", self.executions.shutdown),
             ("background commands", self.background_commands.shutdown),
             ("the project terminal", self.terminal.shutdown),
             ("the busy-kernel watcher", self.busy_kernels.shutdown),

@@ -9,6 +9,7 @@ it arrives, and notices a kernel that died half-way (it would otherwise never go
 from __future__ import annotations
 
 import contextlib
+import inspect
 import json
 import queue
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -47,18 +48,26 @@ async def execute(
     client: Any,
     code: str,
     *,
-    on_message: Callable[[str, dict[str, Any]], None],
+    on_message: Callable[[str, dict[str, Any]], Awaitable[None] | None],
     is_alive: Callable[[], Awaitable[bool]],
     user_expressions: dict[str, str] | None = None,
+    store_history: bool = False,
+    silent: bool = False,
 ) -> dict[str, Any]:
-    """Run ``code`` (no history, no stdin) and return the shell reply.
+    """Run ``code`` (no stdin; no history unless ``store_history``) and return the shell reply.
 
     ``on_message(msg_type, content)`` gets every iopub message of this request but the status
-    ones; ``is_alive()`` is asked whenever the kernel is silent for :data:`ALIVE_POLL` seconds,
-    and a False answer raises :class:`KernelDied`.
+    ones, in order (a coroutine is awaited before the next message is read);
+    ``is_alive()`` is asked whenever the kernel is silent for :data:`ALIVE_POLL` seconds, and
+    a False answer raises :class:`KernelDied`. ``store_history`` makes it a run as a user's
+    (the execution count advances); ``silent`` asks the kernel to send no output at all.
     """
     msg_id = client.execute(
-        code, store_history=False, allow_stdin=False, user_expressions=user_expressions or {}
+        code,
+        silent=silent,
+        store_history=store_history and not silent,
+        allow_stdin=False,
+        user_expressions=user_expressions or {},
     )
     while True:
         try:
@@ -74,7 +83,9 @@ async def execute(
             if content.get("execution_state") == "idle":
                 break
             continue
-        on_message(kind, content)
+        handled = on_message(kind, content)
+        if inspect.isawaitable(handled):
+            await handled
     while True:
         reply: dict[str, Any] = await client.get_shell_msg(timeout=REPLY_TIMEOUT)
         if reply.get("parent_header", {}).get("msg_id") == msg_id:

@@ -113,3 +113,22 @@ def images_of(outputs: Iterable[Mapping[str, Any]]) -> list[Image]:
                     images.append(Image(mime_type=mime, data=encoded))
                 break
     return images
+
+
+def _valid(value: Any) -> Any:
+    if isinstance(value, str):
+        return _SURROGATE.sub("\ufffd", value)
+    if isinstance(value, list):
+        return [_valid(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _valid(v) for k, v in value.items()}
+    return value
+
+
+def storable(output: Mapping[str, Any]) -> dict[str, Any]:
+    """An nbformat output whose strings are all valid Unicode, so it can be saved as UTF-8.
+
+    A kernel may send a lone surrogate (text it decoded with ``surrogateescape``); it becomes
+    U+FFFD, as :func:`readable_text` shows it. Everything else is kept as the kernel sent it.
+    """
+    return dict(_valid(dict(output)))

@@ -19,6 +19,8 @@ TOOL_MODULES = [
     "debug",
     "progress",
     "code",
+    "notebooks",
+    "kernels",
 ]
 
 

@@ -41,6 +41,12 @@ CHROMIUM_ARGS = [
     "--no-first-run",
 ]
 TOKEN = "browser-test-token"
+#: jupyter-collaboration's server and lab extensions, kept off in these tests.
+COLLABORATION_EXTENSIONS = ("jupyter_server_ydoc", "jupyter_collaboration", "jupyter_server_fileid")
+COLLABORATION_LAB_EXTENSIONS = (
+    "@jupyter/collaboration-extension",
+    "@jupyter/docprovider-extension",
+)
 REPO = Path(__file__).resolve().parents[2]
 ARTIFACTS = REPO / "test-artifacts"
 
@@ -141,8 +147,23 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     (settings / "notification.jupyterlab-settings").write_text(
         json.dumps({"fetchNews": "false", "checkForUpdates": False})
     )
+    # This checkout's build of the labextension wins over an installed one of the same name.
+    labextensions = base / "labextensions"
+    labextensions.mkdir()
+    (labextensions / "jupyter-mcp").symlink_to(REPO / "jupyter_mcp" / "labextension")
+    # Real-time collaboration stays off (CI installs it for the notebook tests, and installed
+    # it enables itself): its server extensions below, its lab extensions here.
+    labconfig = base / "config" / "labconfig"
+    labconfig.mkdir(parents=True)
+    (labconfig / "page_config.json").write_text(
+        json.dumps({"disabledExtensions": {name: True for name in COLLABORATION_LAB_EXTENSIONS}})
+    )
     port = _free_port()
-    env = {**os.environ, "JUPYTER_RUNTIME_DIR": str(base / "runtime")}
+    env = {
+        **os.environ,
+        "JUPYTER_RUNTIME_DIR": str(base / "runtime"),
+        "JUPYTER_CONFIG_DIR": str(base / "config"),
+    }
     log = open(base / "lab.log", "ab")  # noqa: SIM115 (closed at teardown)
     command = [
         sys.executable,
@@ -155,7 +176,9 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
         "--ServerApp.ip=127.0.0.1",
         f"--ServerApp.token={TOKEN}",
         f"--ServerApp.root_dir={root}",
-        "--ServerApp.jpserver_extensions={'jupyter_mcp': True}",
+        "--ServerApp.jpserver_extensions="
+        + repr({"jupyter_mcp": True, **{name: False for name in COLLABORATION_EXTENSIONS}}),
+        f"--LabApp.extra_labextensions_path={labextensions}",
         f"--LabApp.workspaces_dir={base / 'workspaces'}",
         f"--LabApp.user_settings_dir={base / 'settings'}",
         "--JupyterMCP.approval_timeout=30",
@@ -343,6 +366,71 @@ def test_replace_a_notebook_keeps_outputs_of_unchanged_cells(lab: Lab, page: Any
     wait_for(lambda: "out:keep = 1" in outputs.all_inner_texts()[0], what="kept output")
     cells = page.locator(".jp-NotebookPanel:visible .jp-Cell")
     wait_for(lambda: cells.count() == 3, what="three cells")
+
+
+# -- notebook tools on the open notebook -------------------------------------------------------
+
+
+def cell_sources(page: Any) -> list[str]:
+    """The sources of the visible notebook's cells as the page shows them."""
+    return [
+        text.replace("\u200b", "")
+        for text in page.locator(".jp-NotebookPanel:visible .jp-Cell .cm-content").all_inner_texts()
+    ]
+
+
+def test_an_agent_edit_shows_at_once_and_ctrl_z_undoes_it(lab: Lab, page: Any) -> None:
+    path = write_notebook(lab, "live/n.ipynb", [("code", "a = 1"), ("code", "b = 2")])
+    before = path.read_bytes()
+    open_in_editor(lab, page, "live/n.ipynb")
+    cells = lab.ok("get_notebook_cells", pathInProject="live/n.ipynb")["cells"]
+    assert cells[1]["outputs"][0]["text"] == "out:b = 2\n"
+    started = time.monotonic()
+    edited = lab.ok(
+        "edit_notebook_cell",
+        pathInProject="live/n.ipynb",
+        cellId=cells[1]["cellId"],
+        searchText="2",
+        replaceText="20",
+    )
+    assert edited["index"] == 1
+    wait_for(lambda: cell_sources(page) == ["a = 1", "b = 20"], what="the edit in the page")
+    assert time.monotonic() - started < 10
+    assert path.read_bytes() == before  # in the live document, for the user to save
+    # The cell keeps its output, as when the user edits it
+    outputs = page.locator(".jp-NotebookPanel:visible .jp-OutputArea-output")
+    assert "out:b = 2" in outputs.all_inner_texts()[1]
+
+    page.locator(".jp-NotebookPanel:visible .jp-CodeCell .cm-content").nth(1).click()
+    page.keyboard.press("Control+z")
+    wait_for(lambda: cell_sources(page) == ["a = 1", "b = 2"], what="Ctrl+Z to undo the edit")
+
+    # A structural change is one step of the notebook's own history (Z in command mode)
+    lab.ok("insert_notebook_cell", pathInProject="live/n.ipynb", source="c = 3", index=0)
+    wait_for(lambda: cell_sources(page) == ["c = 3", "a = 1", "b = 2"], what="the new cell")
+    page.keyboard.press("Escape")
+    page.keyboard.press("z")
+    wait_for(lambda: cell_sources(page) == ["a = 1", "b = 2"], what="Z to undo the insertion")
+
+
+def test_an_edit_of_a_cell_the_user_just_typed_into_is_refused(lab: Lab, page: Any) -> None:
+    write_notebook(lab, "live/stale.ipynb", [("code", "x = 1")])
+    open_in_editor(lab, page, "live/stale.ipynb")
+    cell = lab.ok("get_notebook_cell", pathInProject="live/stale.ipynb", index=0)
+    page.locator(".jp-NotebookPanel:visible .jp-CodeCell .cm-content").first.click()
+    page.keyboard.press("End")
+    page.keyboard.type(" + 1")
+    wait_for(lambda: cell_sources(page) == ["x = 1 + 1"], what="the user's typing")
+    error = lab.fails(
+        "edit_notebook_cell",
+        pathInProject="live/stale.ipynb",
+        cellId=cell["cellId"],
+        source="x = 2",
+        expectedSource=cell["source"],
+    )
+    assert "changed since it was read" in error and error.endswith("x = 1 + 1")
+    time.sleep(0.3)
+    assert cell_sources(page) == ["x = 1 + 1"]
 
 
 # -- actions and approvals -------------------------------------------------------------------

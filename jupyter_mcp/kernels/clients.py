@@ -1,0 +1,158 @@
+"""One connected client per kernel of the server, kept between calls.
+
+Connecting a client costs channels and a ``kernel_info`` round trip; a warm kernel answers
+``1+1`` in a few milliseconds, so the notebook and kernel tools keep one client per kernel and
+take turns on it. A client reads every iopub message of its kernel, so two requests on one
+client at once would steal each other's messages: :meth:`KernelClients.use` hands the client
+to one caller at a time (the kernel runs one request at a time anyway).
+
+A client is dropped when its kernel dies, restarts (a new process) or is shut down, and the
+next use connects afresh.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..core.errors import ToolError
+
+#: Seconds to wait for a new client's kernel to answer ``kernel_info``.
+READY_TIMEOUT = 60.0
+#: Seconds a dead kernel has to be restarted by the server before it is restarted here.
+AUTORESTART_WAIT = 15.0
+
+
+def _pid(manager: Any) -> Any:
+    """The kernel's process id (a restart gives a new one); None when unknown."""
+    provisioner = getattr(manager, "provisioner", None)
+    return getattr(provisioner, "pid", None) if provisioner is not None else None
+
+
+@dataclass(eq=False)
+class KernelClient:
+    """A connected client of one kernel and what it was connected to."""
+
+    kernel_id: str
+    client: Any
+    #: The server's KernelManager of the kernel (the same object across restarts).
+    manager: Any
+    #: The kernel process the client was connected to.
+    pid: Any
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+
+    async def is_alive(self) -> bool:
+        """Whether the kernel this client talks to still runs (a restarted one does not)."""
+        try:
+            return _pid(self.manager) == self.pid and bool(await self.manager.is_alive())
+        except Exception:
+            return False
+
+    def close(self) -> None:
+        """Stop the client's channels."""
+        with contextlib.suppress(Exception):
+            self.client.stop_channels()
+
+
+class KernelClients:
+    """The kept clients of a server's kernels (see the module docstring)."""
+
+    def __init__(self, serverapp: Any) -> None:
+        self._serverapp = serverapp
+        self._clients: dict[str, KernelClient] = {}
+        self._connecting: dict[str, asyncio.Lock] = {}
+
+    def _kernel_manager(self, kernel_id: str) -> Any:
+        kernels = getattr(self._serverapp, "kernel_manager", None)
+        if kernels is None:
+            raise ToolError("Kernels need a Jupyter server; this context has none")
+        try:
+            return kernels.get_kernel(kernel_id)
+        except KeyError:
+            self.drop(kernel_id)
+            raise ToolError(f"No running kernel {kernel_id} (it was shut down)") from None
+
+    async def _client(self, kernel_id: str) -> KernelClient:
+        manager = self._kernel_manager(kernel_id)
+        lock = self._connecting.setdefault(kernel_id, asyncio.Lock())
+        async with lock:
+            kept = self._clients.get(kernel_id)
+            if kept is not None and kept.manager is manager and kept.pid == _pid(manager):
+                return kept
+            if kept is not None:
+                self.drop(kernel_id)
+            await self._alive(kernel_id, manager)
+            client = manager.client()
+            client.start_channels()
+            try:
+                await client.wait_for_ready(timeout=READY_TIMEOUT)
+            except Exception as e:
+                with contextlib.suppress(Exception):
+                    client.stop_channels()
+                raise ToolError(f"The kernel {kernel_id} does not answer: {e}") from e
+            kept = KernelClient(kernel_id, client, manager, _pid(manager))
+            self._clients[kernel_id] = kept
+            return kept
+
+    async def _alive(self, kernel_id: str, manager: Any) -> None:
+        """Wait for a dead kernel to come back: the server restarts a kernel that died (a few
+        seconds later); if it does not, restart it here."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + AUTORESTART_WAIT
+        while not await manager.is_alive():
+            if loop.time() > deadline:
+                try:
+                    await self._serverapp.kernel_manager.restart_kernel(kernel_id)
+                except Exception as e:
+                    raise ToolError(
+                        f"The kernel {kernel_id} died and could not be restarted: {e}"
+                    ) from e
+                return
+            await asyncio.sleep(0.2)
+
+    @contextlib.asynccontextmanager
+    async def use(
+        self, kernel_id: str, *, wait: float | None = None
+    ) -> AsyncIterator[KernelClient]:
+        """The kernel's client, for this caller alone until the block ends.
+
+        With ``wait``, a caller that cannot have it within ``wait`` seconds (a run holds it)
+        gets a :class:`ToolError` saying the kernel is busy.
+        """
+        while True:
+            kept = await self._client(kernel_id)
+            try:
+                await asyncio.wait_for(kept.lock.acquire(), wait)
+            except TimeoutError:
+                raise ToolError(
+                    f"The kernel {kernel_id} is busy running cells for another call; try again "
+                    "when it is idle (or interrupt it with kernel_action)"
+                ) from None
+            if self._clients.get(kernel_id) is kept:
+                break
+            # The kernel restarted or died while this caller waited: connect afresh.
+            kept.lock.release()
+        try:
+            yield kept
+        finally:
+            kept.lock.release()
+
+    def drop(self, kernel_id: str) -> None:
+        """Forget the kernel's client (its kernel died, restarted or was shut down)."""
+        kept = self._clients.pop(kernel_id, None)
+        if kept is not None:
+            kept.close()
+
+    def forget(self, kernel_id: str) -> None:
+        """Drop the kernel's client unless a call is using it (that call notices the end)."""
+        kept = self._clients.get(kernel_id)
+        if kept is not None and not kept.lock.locked():
+            self.drop(kernel_id)
+
+    def close(self) -> None:
+        """Close every kept client."""
+        for kernel_id in list(self._clients):
+            self.drop(kernel_id)

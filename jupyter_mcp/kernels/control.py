@@ -1,0 +1,200 @@
+"""The server's kernels as the kernel tools show and control them.
+
+A kernel is listed with its id, kernelspec name, state, last activity, execution count and
+the notebooks whose sessions use it; never its environment, command line or connection
+details. Start, restart, interrupt, shut down and change act on a notebook's kernel (its
+session's): shutting down ends the session as JupyterLab's "Shut Down Kernel" does, and
+changing starts a kernel of the new kernelspec for the session (as JupyterLab's "Change
+Kernel" does) and shuts the old one down.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from ..core.context import ToolContext
+from ..core.errors import ToolError
+from .clients import KernelClients
+from .introspection import execution_count
+from .sessions import NotebookKernel, find_notebook_kernel, notebook_kernel
+
+#: Seconds a restarted kernel has to answer again.
+RESTART_READY = 60.0
+
+
+def _iso(value: Any) -> str | None:
+    return value.isoformat() if isinstance(value, datetime) else None
+
+
+def kernel_specs(ctx: ToolContext) -> dict[str, Any]:
+    """The server's kernelspecs by name."""
+    return dict(ctx.serverapp.kernel_manager.kernel_spec_manager.get_all_specs())
+
+
+def check_kernel_name(ctx: ToolContext, name: str) -> None:
+    """Refuse a kernelspec the server does not have, naming those it has."""
+    specs = kernel_specs(ctx)
+    if name not in specs:
+        raise ToolError(f"No kernel named {name!r}; the server has: {', '.join(sorted(specs))}")
+
+
+def _state(ctx: ToolContext, kernel_id: str) -> dict[str, Any]:
+    manager = ctx.serverapp.kernel_manager.get_kernel(kernel_id)
+    return {
+        "kernelId": kernel_id,
+        "name": manager.kernel_name,
+        "state": getattr(manager, "execution_state", None) or "unknown",
+    }
+
+
+async def list_kernels(ctx: ToolContext, clients: KernelClients) -> list[dict[str, Any]]:
+    """Every running kernel of the server (see the module docstring)."""
+    kernels = ctx.serverapp.kernel_manager
+    notebooks: dict[str, list[str]] = {}
+    for session in await ctx.serverapp.session_manager.list_sessions():
+        kernel = session.get("kernel") or {}
+        if kernel.get("id") and session.get("path"):
+            notebooks.setdefault(kernel["id"], []).append(_shown(ctx, session["path"]))
+    managers = {}
+    for kernel_id in list(kernels.list_kernel_ids()):
+        try:
+            managers[kernel_id] = kernels.get_kernel(kernel_id)
+        except KeyError:  # shut down while listing
+            continue
+    # A kernel that answers the silent probe is idle now, whatever the server's state (which
+    # follows the kernel's status messages a moment late) says.
+    counts = await asyncio.gather(*(execution_count(clients, k) for k in managers))
+    listed = []
+    for (kernel_id, manager), count in zip(managers.items(), counts, strict=True):
+        state = getattr(manager, "execution_state", None) or "unknown"
+        listed.append(
+            {
+                "kernelId": kernel_id,
+                "name": manager.kernel_name,
+                "state": "idle" if count is not None else state,
+                "executionCount": count,
+                "lastActivity": _iso(getattr(manager, "last_activity", None)),
+                "notebooks": sorted(notebooks.get(kernel_id, [])),
+            }
+        )
+    return listed
+
+
+def _shown(ctx: ToolContext, api_path: str) -> str:
+    """A session's path (relative to the server's root) as the project names it."""
+    root = Path(getattr(ctx.serverapp.contents_manager, "root_dir", None) or ctx.root_dir)
+    try:
+        return ctx.relative((root / api_path).resolve())
+    except Exception:  # a session outside the project: the server's own name for it
+        return api_path
+
+
+async def _existing(ctx: ToolContext, path: Path, shown: str) -> NotebookKernel:
+    found = await find_notebook_kernel(ctx, path)
+    if found is None:
+        raise ToolError(
+            f"{shown} has no kernel; start one with kernel_action action=start "
+            "(running a cell starts one too)"
+        )
+    return found
+
+
+async def start(
+    ctx: ToolContext, path: Path, shown: str, kernel_name: str | None
+) -> dict[str, Any]:
+    """The notebook's kernel, started with a session when it has none."""
+    if kernel_name is not None:
+        check_kernel_name(ctx, kernel_name)
+    found = await find_notebook_kernel(ctx, path)
+    if found is not None:
+        current = _state(ctx, found.kernel_id)
+        if kernel_name is not None and current["name"] != kernel_name:
+            raise ToolError(
+                f"{shown} already has a {current['name']} kernel; use action=change to "
+                f"switch it to {kernel_name}"
+            )
+        return current
+    kernel = await notebook_kernel(ctx, path, kernel_name=kernel_name)
+    return _state(ctx, kernel.kernel_id)
+
+
+async def restart(
+    ctx: ToolContext, clients: KernelClients, path: Path, shown: str
+) -> dict[str, Any]:
+    """Restart the notebook's kernel (its variables are gone; the session stays)."""
+    kernel = await _existing(ctx, path, shown)
+    try:
+        await ctx.serverapp.kernel_manager.restart_kernel(kernel.kernel_id)
+    except Exception as e:
+        raise ToolError(f"Could not restart the kernel of {shown}: {e}") from e
+    # Answer once it answers again (a new client: the old one was of the old process).
+    async with clients.use(kernel.kernel_id, wait=RESTART_READY):
+        pass
+    return _state(ctx, kernel.kernel_id)
+
+
+async def interrupt(ctx: ToolContext, path: Path, shown: str) -> dict[str, Any]:
+    """Interrupt what the notebook's kernel is running (KeyboardInterrupt in the cell)."""
+    kernel = await _existing(ctx, path, shown)
+    try:
+        await ctx.serverapp.kernel_manager.interrupt_kernel(kernel.kernel_id)
+    except Exception as e:
+        raise ToolError(f"Could not interrupt the kernel of {shown}: {e}") from e
+    return _state(ctx, kernel.kernel_id)
+
+
+async def shutdown(
+    ctx: ToolContext, clients: KernelClients, path: Path, shown: str
+) -> dict[str, Any]:
+    """Shut the notebook's kernel down and end its session."""
+    kernel = await _existing(ctx, path, shown)
+    answer = _state(ctx, kernel.kernel_id)
+    clients.forget(kernel.kernel_id)
+    await ctx.serverapp.session_manager.delete_session(kernel.session_id)
+    answer["state"] = "dead"
+    return answer
+
+
+async def change(
+    ctx: ToolContext, clients: KernelClients, path: Path, shown: str, kernel_name: str
+) -> dict[str, Any]:
+    """Give the notebook's session a new kernel of ``kernel_name``; the old one is shut down.
+
+    A notebook without a kernel gets one of ``kernel_name``.
+    """
+    check_kernel_name(ctx, kernel_name)
+    found = await find_notebook_kernel(ctx, path)
+    if found is None:
+        kernel = await notebook_kernel(ctx, path, kernel_name=kernel_name)
+        return _state(ctx, kernel.kernel_id)
+    sessions = ctx.serverapp.session_manager
+    before = await sessions.get_session(session_id=found.session_id)
+    try:
+        kernel_id = await sessions.start_kernel_for_session(
+            found.session_id,
+            path=before["path"],
+            name=before["name"],
+            type=before["type"],
+            kernel_name=kernel_name,
+        )
+    except Exception as e:
+        raise ToolError(f"The {kernel_name!r} kernel could not be started: {e}") from e
+    await sessions.update_session(found.session_id, kernel_id=kernel_id)
+    clients.forget(found.kernel_id)
+    kernels = ctx.serverapp.kernel_manager
+    if found.kernel_id in kernels:
+        await asyncio.shield(kernels.shutdown_kernel(found.kernel_id))
+    return _state(ctx, kernel_id)
+
+
+def kernelspec_metadata(ctx: ToolContext, kernel_name: str) -> dict[str, Any]:
+    """The ``metadata.kernelspec`` a notebook gets for ``kernel_name`` (as JupyterLab writes)."""
+    spec = kernel_specs(ctx).get(kernel_name, {}).get("spec", {})
+    return {
+        "name": kernel_name,
+        "display_name": spec.get("display_name", kernel_name),
+        "language": spec.get("language", ""),
+    }

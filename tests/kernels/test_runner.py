@@ -1,0 +1,519 @@
+"""Running cells in a notebook's kernel: real ipykernel kernels of a real Jupyter server.
+
+The document here is an in-memory notebook that records what the runner tells it, so these
+tests see the order of ``run_started`` / outputs / ``run_finished`` exactly; the file and live
+documents are tested with the notebook tools.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, TypeVar
+
+import nbformat
+import pytest
+
+from jupyter_mcp.core.context import ToolContext, progress_reporter
+from jupyter_mcp.core.errors import ToolError
+from jupyter_mcp.core.registry import WithImages
+from jupyter_mcp.documents.notebook_file import FileNotebooks
+from jupyter_mcp.kernels.sessions import find_notebook_kernel
+from jupyter_mcp.services import build_services
+from jupyter_mcp.tools.kernels import (
+    execute_code_in_kernel,
+    execute_notebook_cells,
+    get_execution,
+    get_kernel_completions,
+    get_kernel_variables,
+    kernel_action,
+)
+
+T = TypeVar("T")
+PNG = (
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQ"
+    "AAAABJRU5ErkJggg=="
+)
+
+
+class MemoryNotebook:
+    """A NotebookDocument kept in memory that records every report of the runner."""
+
+    location = "file"
+
+    def __init__(self, path: Path, shown: str) -> None:
+        self.path, self.shown = path, shown
+        self.nb: dict[str, Any] = nbformat.read(path, as_version=4)
+        self.events: list[tuple[Any, ...]] = []
+
+    def _cell(self, cell_id: str) -> dict[str, Any]:
+        return next(c for c in self.nb["cells"] if c["id"] == cell_id)
+
+    async def snapshot(self) -> dict[str, Any]:
+        return copy.deepcopy(self.nb)
+
+    async def change(self, edit: Callable[[dict[str, Any]], T]) -> T:
+        return edit(self.nb)
+
+    async def run_started(self, cell_id: str) -> None:
+        self.events.append(("started", cell_id))
+        self._cell(cell_id).update(outputs=[], execution_count=None)
+
+    async def output(self, cell_id: str, output: dict[str, Any]) -> None:
+        self.events.append(("output", cell_id, output["output_type"]))
+        self._cell(cell_id)["outputs"].append(output)
+
+    async def clear_output(self, cell_id: str) -> None:
+        self.events.append(("cleared", cell_id))
+        self._cell(cell_id)["outputs"] = []
+
+    async def run_finished(self, cell_id: str, execution_count: int | None) -> None:
+        self.events.append(("finished", cell_id, execution_count))
+        self._cell(cell_id)["execution_count"] = execution_count
+
+
+class MemoryNotebooks:
+    """Opens notebooks as the file backend does (same refusals), but in memory."""
+
+    def __init__(self, ctx: ToolContext) -> None:
+        self.files = FileNotebooks(ctx)
+        self.open_documents: dict[Path, MemoryNotebook] = {}
+
+    async def open(self, path: Path, shown: str) -> MemoryNotebook:
+        await self.files.open(path, shown)
+        if path not in self.open_documents:
+            self.open_documents[path] = MemoryNotebook(path, shown)
+        return self.open_documents[path]
+
+
+@pytest.fixture
+def ctx(jp_serverapp: Any, jp_root_dir: Path, jp_asyncio_loop: Any) -> Iterator[ToolContext]:
+    context = ToolContext(root_dir=jp_root_dir, serverapp=jp_serverapp)
+    context.services = build_services(context)
+    context.services.notebooks = MemoryNotebooks(context)
+    yield context
+
+    async def clean_up() -> None:
+        await context.services.executions.shutdown()
+        for session in await jp_serverapp.session_manager.list_sessions():
+            await jp_serverapp.session_manager.delete_session(session["id"])
+
+    jp_asyncio_loop.run_until_complete(clean_up())
+
+
+def notebook(root: Path, name: str, *sources: str, markdown: tuple[int, ...] = ()) -> Path:
+    nb = nbformat.v4.new_notebook()
+    for i, source in enumerate(sources):
+        make = nbformat.v4.new_markdown_cell if i in markdown else nbformat.v4.new_code_cell
+        nb.cells.append(make(source, id=f"c{i}"))
+    path = root / name
+    nbformat.write(nb, path)
+    return path
+
+
+def doc(ctx: ToolContext, path: Path) -> MemoryNotebook:
+    return ctx.services.notebooks.open_documents[path]  # type: ignore[union-attr]
+
+
+async def run(ctx: ToolContext, name: str, **arguments: Any) -> dict[str, Any]:
+    answer = await execute_notebook_cells(ctx, name, **arguments)
+    assert isinstance(answer, WithImages)
+    return dict(answer.value)
+
+
+async def test_cells_run_in_order_as_a_user_run_and_stop_at_the_first_error(
+    ctx: ToolContext, jp_root_dir: Path
+) -> None:
+    path = notebook(
+        jp_root_dir,
+        "a.ipynb",
+        "x = 6\nprint('six')",
+        "# notes",
+        "x * 7",
+        "1 / 0",
+        "print('never')",
+        markdown=(1,),
+    )
+    answer = await run(ctx, "a.ipynb")
+    assert answer["status"] == "error"
+    assert [(c["cellId"], c["status"], c["executionCount"]) for c in answer["cells"]] == [
+        ("c0", "ok", 1),
+        ("c2", "ok", 2),
+        ("c3", "error", 3),
+    ]
+    assert answer["notRun"] == ["c4"]
+    assert answer["cells"][0]["outputs"][0] == {
+        "outputType": "stream",
+        "name": "stdout",
+        "text": "six\n",
+        "mimeTypes": ["text/plain"],
+        "truncated": False,
+    }
+    assert answer["cells"][1]["outputs"][0]["text"] == "42"
+    error = answer["cells"][2]["outputs"][0]
+    assert (error["ename"], error["evalue"]) == ("ZeroDivisionError", "division by zero")
+    assert "\x1b" not in error["text"] and "1 / 0" in error["text"]
+    # The document heard each cell start, its outputs, then its count, in that order.
+    assert doc(ctx, path).events == [
+        ("started", "c0"),
+        ("output", "c0", "stream"),
+        ("finished", "c0", 1),
+        ("started", "c2"),
+        ("output", "c2", "execute_result"),
+        ("finished", "c2", 2),
+        ("started", "c3"),
+        ("output", "c3", "error"),
+        ("finished", "c3", 3),
+    ]
+
+
+async def test_cells_by_id_or_range_and_bad_choices(ctx: ToolContext, jp_root_dir: Path) -> None:
+    notebook(jp_root_dir, "b.ipynb", "a = 1", "b = 2", "# md", "c = 3", markdown=(2,))
+    answer = await run(ctx, "b.ipynb", cellIds=["c3", "c0"])
+    assert [c["cellId"] for c in answer["cells"]] == ["c0", "c3"]  # notebook order
+    answer = await run(ctx, "b.ipynb", fromIndex=1, toIndex=3)
+    assert [c["cellId"] for c in answer["cells"]] == ["c1", "c3"]
+    refusals = {
+        "unknown": {"cellIds": ["nope"]},
+        "markdown": {"cellIds": ["c2"]},
+        "range": {"fromIndex": 4},
+        "order": {"fromIndex": 3, "toIndex": 1},
+        "both": {"cellIds": ["c0"], "fromIndex": 0},
+        "no code": {"fromIndex": 2, "toIndex": 2},
+    }
+    messages = {}
+    for label, arguments in refusals.items():
+        with pytest.raises(ToolError) as caught:
+            await run(ctx, "b.ipynb", **arguments)
+        messages[label] = str(caught.value)
+    assert "No cell with id 'nope' in b.ipynb" in messages["unknown"]
+    assert "'c2'" in messages["markdown"] and "markdown or raw" in messages["markdown"]
+    assert "fromIndex 4 is out of range: b.ipynb has 4 cells (0 to 3)" == messages["range"]
+    assert "after toIndex" in messages["order"]
+    assert "not both" in messages["both"]
+    assert "no code cells in cells 2 to 2 of b.ipynb" in messages["no code"]
+    (jp_root_dir / "plain.txt").write_text("x")
+    with pytest.raises(ToolError, match="plain.txt is not a notebook"):
+        await run(ctx, "plain.txt")
+    with pytest.raises(ToolError, match="not found"):
+        await run(ctx, "missing.ipynb")
+
+
+async def test_the_kernel_is_the_notebooks_session_kernel(
+    ctx: ToolContext, jp_serverapp: Any, jp_root_dir: Path
+) -> None:
+    path = notebook(jp_root_dir, "shared.ipynb", "shared = 'from the agent'")
+    await run(ctx, "shared.ipynb")
+    kernel = await find_notebook_kernel(ctx, path)
+    assert kernel is not None
+    sessions = await jp_serverapp.session_manager.list_sessions()
+    assert [(s["path"], s["kernel"]["id"]) for s in sessions] == [
+        ("shared.ipynb", kernel.kernel_id)
+    ]
+    answer = await execute_code_in_kernel(ctx, pathInProject="shared.ipynb", code="print(shared)")
+    assert answer.value["outputs"][0]["text"] == "from the agent\n"
+
+
+async def test_pictures_and_rich_outputs(ctx: ToolContext, jp_root_dir: Path) -> None:
+    notebook(
+        jp_root_dir,
+        "pic.ipynb",
+        "from IPython.display import display, Image, HTML\nimport base64\n"
+        f"display(Image(data=base64.b64decode('{PNG}'), format='png'))\n"
+        "display(HTML('<b>bold</b>'))",
+    )
+    answer = await execute_notebook_cells(ctx, "pic.ipynb")
+    outputs = answer.value["cells"][0]["outputs"]
+    assert [sorted(o["mimeTypes"]) for o in outputs] == [
+        ["image/png", "text/plain"],
+        ["text/html", "text/plain"],
+    ]
+    assert outputs[1]["text"] == "<IPython.core.display.HTML object>"
+    assert [(i.mime_type, i.data) for i in answer.images] == [("image/png", PNG)]
+
+
+async def test_input_fails_at_once_with_a_clear_error(ctx: ToolContext, jp_root_dir: Path) -> None:
+    notebook(jp_root_dir, "ask.ipynb", "name = input('Your name? ')", "print('after')")
+    started = time.monotonic()
+    answer = await run(ctx, "ask.ipynb", timeoutMs=60_000)
+    assert time.monotonic() - started < 30
+    assert answer["status"] == "error"
+    assert answer["cells"][0]["outputs"][0]["ename"] == "StdinNotImplementedError"
+    assert "asked for input" in answer["error"] and "no stdin" in answer["error"]
+    assert answer["notRun"] == ["c1"]
+
+
+async def test_a_timeout_interrupts_the_kernel_and_answers_what_ran(
+    ctx: ToolContext, jp_root_dir: Path
+) -> None:
+    path = notebook(
+        jp_root_dir,
+        "slow.ipynb",
+        "print('before', flush=True)",
+        "import time\nprint('sleeping', flush=True)\ntime.sleep(60)",
+        "print('never')",
+    )
+    started = time.monotonic()
+    answer = await run(ctx, "slow.ipynb", timeoutMs=3000)
+    assert time.monotonic() - started < 30
+    assert answer["status"] == "timeout"
+    assert [(c["cellId"], c["status"]) for c in answer["cells"]] == [
+        ("c0", "ok"),
+        ("c1", "timeout"),
+    ]
+    texts = [o.get("ename") or o["text"] for o in answer["cells"][1]["outputs"]]
+    assert texts == ["sleeping\n", "KeyboardInterrupt"]
+    assert answer["notRun"] == ["c2"]
+    assert doc(ctx, path).events[-1] == ("finished", "c1", 2)
+    # The kernel is free again and kept its state.
+    again = await run(ctx, "slow.ipynb", cellIds=["c2"])
+    assert again["status"] == "ok" and again["cells"][0]["executionCount"] == 3
+
+
+async def test_background_runs_are_followed_by_id(ctx: ToolContext, jp_root_dir: Path) -> None:
+    notebook(
+        jp_root_dir,
+        "bg.ipynb",
+        "import time\nfor i in range(3):\n    print(i, flush=True)\n    time.sleep(0.5)",
+    )
+    started = await run(ctx, "bg.ipynb", background=True)
+    assert started["status"] == "running"
+    execution_id = started["executionId"]
+    answer = (await get_execution(ctx, execution_id, waitMs=60_000)).value
+    assert answer["status"] == "ok"
+    assert answer["cells"][0]["outputs"][0]["text"] == "0\n1\n2\n"
+    with pytest.raises(ToolError, match="No execution 'nope'"):
+        await get_execution(ctx, "nope")
+
+
+async def test_progress_tells_elapsed_time_and_the_last_line(
+    ctx: ToolContext, jp_root_dir: Path
+) -> None:
+    notebook(
+        jp_root_dir,
+        "p.ipynb",
+        "import time\nfor i in range(3):\n    print('step', i, flush=True)\n    time.sleep(0.8)",
+        "print('done')",
+    )
+    updates: list[tuple[float, float | None, str | None]] = []
+    token = progress_reporter.set(lambda p, t, m: updates.append((p, t, m)))
+    try:
+        await run(ctx, "p.ipynb")
+    finally:
+        progress_reporter.reset(token)
+    progress = [u[0] for u in updates]
+    assert progress == sorted(progress) and len(set(progress)) == len(progress)
+    assert all(u[1] == 2 for u in updates)
+    messages = [u[2] or "" for u in updates]
+    assert any(m.startswith("cell 1 of 2") and m.endswith(": step 2") for m in messages)
+    assert messages[-1].startswith("ok after") and messages[-1].endswith(": done")
+
+
+async def test_a_kernel_that_dies_mid_run_answers_what_it_had_and_the_next_run_is_clean(
+    ctx: ToolContext, jp_root_dir: Path
+) -> None:
+    notebook(
+        jp_root_dir,
+        "die.ipynb",
+        "before = 1\nprint('alive', flush=True)",
+        "import os, time\nprint('dying', flush=True)\ntime.sleep(0.5)\nos._exit(1)",
+        "print('never')",
+    )
+    answer = await run(ctx, "die.ipynb")
+    assert answer["status"] == "error"
+    assert [(c["cellId"], c["status"]) for c in answer["cells"]] == [("c0", "ok"), ("c1", "died")]
+    assert answer["cells"][1]["outputs"][0]["text"] == "dying\n"
+    assert "The kernel died" in answer["error"]
+    # The server restarts the kernel; the next run works in it, with a fresh namespace.
+    again = await run(ctx, "die.ipynb", cellIds=["c2"])
+    assert again["status"] == "ok", again.get("error")
+    assert again["cells"][0]["outputs"][0]["text"] == "never\n"
+    gone = await execute_code_in_kernel(ctx, pathInProject="die.ipynb", code="before")
+    assert gone.value["outputs"][0]["ename"] == "NameError"
+
+
+async def test_junk_and_huge_output_come_back_readable_and_capped(
+    ctx: ToolContext, jp_root_dir: Path
+) -> None:
+    path = notebook(
+        jp_root_dir,
+        "junk.ipynb",
+        "import sys\nprint(bytes(range(256)).decode('latin-1'))\n"
+        "print(b'raw \\xff\\xfe bytes'.decode('utf-8', 'surrogateescape'))\n"
+        "print('lone \\udcff surrogate')",
+        "for i in range(200_000):\n    print('line', i)",
+    )
+    answer = await run(ctx, "junk.ipynb")
+    assert answer["status"] == "ok"
+    junk = "".join(o["text"] for o in answer["cells"][0]["outputs"])
+    assert "\x00" not in junk and "\x1b" not in junk and "\udcff" not in junk
+    assert "lone \ufffd surrogate" in junk
+    assert "raw \ufffd\ufffd bytes" in junk
+    # The agent gets the head and tail of the stream, and the note of what the cell dropped.
+    big = answer["cells"][1]["outputs"]
+    assert big[0]["truncated"] is True and big[0]["text"].startswith("line 0\n")
+    assert "characters cut" in big[0]["text"] and len(big[0]["text"]) < 10_000
+    assert "more characters were not kept" in big[-1]["text"]
+    # Everything the document got is valid Unicode, so the notebook can be saved.
+    nbformat.writes(nbformat.from_dict(doc(ctx, path).nb)).encode("utf-8")
+
+
+async def test_snippets_do_not_change_the_notebook_or_the_count(
+    ctx: ToolContext, jp_root_dir: Path
+) -> None:
+    path = notebook(jp_root_dir, "s.ipynb", "a = 1")
+    await run(ctx, "s.ipynb")
+    answer = await execute_code_in_kernel(
+        ctx, pathInProject="s.ipynb", code="b = a + 1\nprint(b)\nb * 10"
+    )
+    assert answer.value == {
+        "status": "ok",
+        "outputs": [
+            {
+                "outputType": "stream",
+                "name": "stdout",
+                "text": "2\n",
+                "mimeTypes": ["text/plain"],
+                "truncated": False,
+            },
+            {
+                "outputType": "execute_result",
+                "text": "20",
+                "mimeTypes": ["text/plain"],
+                "truncated": False,
+            },
+        ],
+    }
+    failed = await execute_code_in_kernel(
+        ctx, pathInProject="s.ipynb", code="import time; time.sleep(30)", timeoutMs=1000
+    )
+    assert failed.value["status"] == "timeout"
+    assert doc(ctx, path).events == [("started", "c0"), ("finished", "c0", 1)]
+    count = await run(ctx, "s.ipynb")
+    assert count["cells"][0]["executionCount"] == 2  # the snippets did not count
+
+
+async def test_cancelling_the_wait_interrupts_the_kernel(
+    ctx: ToolContext, jp_root_dir: Path
+) -> None:
+    notebook(jp_root_dir, "c.ipynb", "import time\nprint('go', flush=True)\ntime.sleep(60)")
+    call = asyncio.ensure_future(run(ctx, "c.ipynb"))
+    executions = ctx.services.executions
+    for _ in range(200):
+        running = [
+            e for e in executions._executions.values() if e.runs and e.runs[0].outputs.outputs
+        ]
+        if running:
+            break
+        await asyncio.sleep(0.05)
+    execution = running[0]
+    call.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await call
+    await execution.wait(30)
+    assert execution.status == "interrupted"
+    assert execution.runs[0].status == "interrupted"
+    assert execution.runs[0].outputs.outputs[-1]["ename"] == "KeyboardInterrupt"
+
+
+async def test_variables_and_completions_leave_no_trace(
+    ctx: ToolContext, jp_root_dir: Path
+) -> None:
+    notebook(
+        jp_root_dir,
+        "v.ipynb",
+        "import math\n"
+        "class Table:\n"
+        "    shape = (3, 2)\n"
+        "    def __len__(self): return 3\n"
+        "    def __repr__(self): return 'Table(3x2)'\n"
+        "table = Table()\nnumbers = list(range(100))\n_private = 1\n"
+        "def helper(): pass\ntext = 'x' * 1000",
+        "num",
+    )
+    await run(ctx, "v.ipynb", cellIds=["c0"])
+    listed = await get_kernel_variables(ctx, "v.ipynb")
+    by_name = {v["name"]: v for v in listed}
+    assert sorted(by_name) == ["numbers", "table", "text"]
+    assert by_name["table"] == {
+        "name": "table",
+        "type": "__main__.Table",
+        "value": "Table(3x2)",
+        "length": 3,
+        "shape": [3, 2],
+    }
+    assert by_name["numbers"]["length"] == 100 and by_name["numbers"]["type"] == "list"
+    assert len(by_name["numbers"]["value"]) < 100 and by_name["text"]["length"] == 1000
+    only = await get_kernel_variables(ctx, "v.ipynb", names=["math", "table"])
+    assert [v["name"] for v in only] == ["math", "table"] and only[0]["type"] == "module"
+    with pytest.raises(ToolError, match="Not defined in the kernel of v.ipynb: nope"):
+        await get_kernel_variables(ctx, "v.ipynb", names=["nope", "table"])
+    completed = await get_kernel_completions(
+        ctx, pathInProject="v.ipynb", cellId="c1", line=0, character=3
+    )
+    assert "numbers" in completed["matches"]
+    assert (completed["start"], completed["end"]) == (0, 3)
+    documented = await get_kernel_completions(
+        ctx, pathInProject="v.ipynb", index=1, line=0, character=3, inspect=True
+    )
+    assert "documentation" in documented
+    with pytest.raises(ToolError, match="character 9 is out of range"):
+        await get_kernel_completions(ctx, pathInProject="v.ipynb", cellId="c1", line=0, character=9)
+    with pytest.raises(ToolError, match="line 1 is out of range"):
+        await get_kernel_completions(ctx, pathInProject="v.ipynb", cellId="c1", line=1, character=0)
+    # None of it changed the count, the history or the names of the user's namespace.
+    check = await execute_code_in_kernel(
+        ctx,
+        pathInProject="v.ipynb",
+        code="print(sorted(k for k in globals() if not k.startswith('_') and k not in "
+        "('In', 'Out', 'get_ipython', 'exit', 'quit', 'open')))\n"
+        "print(len(In), get_ipython().execution_count)",
+    )
+    assert check.value["outputs"][0]["text"] == (
+        "['Table', 'helper', 'math', 'numbers', 'table', 'text']\n2 2\n"
+    )
+
+
+async def test_kernel_actions(ctx: ToolContext, jp_serverapp: Any, jp_root_dir: Path) -> None:
+    path = notebook(jp_root_dir, "k.ipynb", "x = 1")
+    with pytest.raises(ToolError, match="k.ipynb has no kernel"):
+        await kernel_action(ctx, "restart", "k.ipynb")
+    with pytest.raises(ToolError, match="No kernel named 'nope'.*python3"):
+        await kernel_action(ctx, "start", "k.ipynb", kernelName="nope")
+    started = await kernel_action(ctx, "start", "k.ipynb")
+    assert started["name"] == "python3" and set(started) == {"kernelId", "name", "state"}
+    await run(ctx, "k.ipynb")
+    listed = await kernel_action(ctx, "list")
+    assert listed == [
+        {
+            "kernelId": started["kernelId"],
+            "name": "python3",
+            "state": "idle",
+            "executionCount": 1,
+            "lastActivity": listed[0]["lastActivity"],
+            "notebooks": ["k.ipynb"],
+        }
+    ]
+    assert listed[0]["lastActivity"].startswith("20")
+    restarted = await kernel_action(ctx, "restart", "k.ipynb")
+    assert restarted["kernelId"] == started["kernelId"]
+    gone = await execute_code_in_kernel(ctx, pathInProject="k.ipynb", code="x")
+    assert gone.value["outputs"][0]["ename"] == "NameError"
+    interrupted = await kernel_action(ctx, "interrupt", "k.ipynb")
+    assert interrupted["kernelId"] == started["kernelId"]
+    changed = await kernel_action(ctx, "change", "k.ipynb", kernelName="python3")
+    assert changed["kernelId"] != started["kernelId"]
+    assert started["kernelId"] not in jp_serverapp.kernel_manager
+    assert doc(ctx, path).nb["metadata"]["kernelspec"]["name"] == "python3"
+    found = await find_notebook_kernel(ctx, path)
+    assert found is not None and found.kernel_id == changed["kernelId"]
+    with pytest.raises(ToolError, match="needs kernelName"):
+        await kernel_action(ctx, "change", "k.ipynb")
+    with pytest.raises(ToolError, match="no notebook is focused"):
+        await kernel_action(ctx, "restart")
+    shut = await kernel_action(ctx, "shutdown", "k.ipynb")
+    assert shut["state"] == "dead"
+    assert await jp_serverapp.session_manager.list_sessions() == []

@@ -1,0 +1,260 @@
+"""The execution and kernel tools over standard MCP (official SDK client), on a real server.
+
+Notebooks here are closed (no JupyterLab window), so runs stream into the notebook file; the
+open-window path is the browser test's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx2
+import nbformat
+import pytest
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+
+PNG = base64.b64encode(
+    bytes.fromhex(
+        "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
+        "1f15c4890000000d49444154789c6360f80f000001010000050dfa5c0000000049454e44ae426082"
+    )
+).decode()
+
+
+@pytest.fixture
+def connect(
+    http_server: Any, http_server_port: tuple[Any, int], jp_base_url: str, jp_serverapp: Any
+):  # type: ignore[no-untyped-def]
+    url = f"http://127.0.0.1:{http_server_port[1]}{jp_base_url}mcp"
+    token = jp_serverapp.identity_provider.token
+
+    @asynccontextmanager
+    async def _connect() -> AsyncIterator[Client]:
+        async with httpx2.AsyncClient(headers={"Authorization": f"token {token}"}) as http:
+            async with Client(
+                streamable_http_client(url, http_client=http), mode="legacy"
+            ) as client:
+                yield client
+
+    return _connect
+
+
+@pytest.fixture(autouse=True)
+def _no_kernels_left(jp_serverapp: Any, jp_asyncio_loop: Any) -> Iterator[None]:
+    yield
+
+    async def end_sessions() -> None:
+        for session in await jp_serverapp.session_manager.list_sessions():
+            await jp_serverapp.session_manager.delete_session(session["id"])
+
+    jp_asyncio_loop.run_until_complete(end_sessions())
+
+
+def _notebook(root: Path, name: str, *sources: str) -> Path:
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {
+        "name": "python3",
+        "display_name": "Python 3",
+        "language": "python",
+    }
+    nb.cells = [nbformat.v4.new_code_cell(source) for source in sources]
+    path = root / name
+    path.write_text(nbformat.writes(nb))
+    return path
+
+
+async def _call(client: Client, tool: str, **arguments: Any) -> Any:
+    result = await client.call_tool(tool, arguments)
+    assert not result.is_error, result.content[0].text
+    return json.loads(result.content[0].text)
+
+
+async def test_an_agent_fixes_a_failing_cell_runs_it_and_those_below_and_looks_at_a_table(
+    connect: Any, jp_root_dir: Path
+) -> None:
+    path = _notebook(
+        jp_root_dir,
+        "analysis.ipynb",
+        "class Table:\n"
+        "    def __init__(self, rows): self.rows = rows\n"
+        "    @property\n"
+        "    def shape(self): return (len(self.rows), len(self.rows[0]))\n"
+        "    def __len__(self): return len(self.rows)\n"
+        "    def __repr__(self): return f'Table({len(self.rows)} rows)'",
+        "rows = [(i, i * i) for i in range(5)]",
+        "table = Table(rowz)",
+        "print('total', sum(r[1] for r in table.rows))",
+    )
+    async with connect() as client:
+        # Given a notebook whose third cell fails when the agent runs it
+        first = await _call(client, "execute_notebook_cells", pathInProject="analysis.ipynb")
+        assert first["status"] == "error"
+        failing = first["cells"][-1]
+        assert failing["outputs"][0]["ename"] == "NameError"
+        cells = await _call(client, "get_notebook_cells", pathInProject="analysis.ipynb")
+        index = next(c["index"] for c in cells["cells"] if c["cellId"] == failing["cellId"])
+        assert cells["cells"][index]["outputs"][0]["ename"] == "NameError"  # in the file too
+        # When it fixes the cell and runs it and the cells below
+        await _call(
+            client,
+            "edit_notebook_cell",
+            pathInProject="analysis.ipynb",
+            cellId=failing["cellId"],
+            searchText="rowz",
+            replaceText="rows",
+            expectedSource="table = Table(rowz)",
+        )
+        second = await _call(
+            client, "execute_notebook_cells", pathInProject="analysis.ipynb", fromIndex=index
+        )
+        # Then both ran in the same kernel, counts following the first run's
+        assert second["status"] == "ok"
+        assert [c["executionCount"] for c in second["cells"]] == [4, 5]
+        assert second["cells"][1]["outputs"][0]["text"] == "total 30\n"
+        # And the kernel shows the table's shape
+        variables = await _call(
+            client, "get_kernel_variables", pathInProject="analysis.ipynb", names=["table"]
+        )
+        assert variables == [
+            {
+                "name": "table",
+                "type": "__main__.Table",
+                "value": "Table(5 rows)",
+                "length": 5,
+                "shape": [5, 2],
+            }
+        ]
+    saved = nbformat.read(path, as_version=4)
+    assert [c.execution_count for c in saved.cells] == [1, 2, 4, 5]
+    assert saved.cells[2].outputs == []
+    assert saved.cells[3].outputs[0]["text"] == "total 30\n"
+
+
+async def test_progress_then_cancelling_interrupts_the_kernel_and_keeps_what_ran(
+    connect: Any, jp_root_dir: Path
+) -> None:
+    path = _notebook(
+        jp_root_dir,
+        "long.ipynb",
+        "import time\nfor i in range(600):\n    print('tick', i, flush=True)\n    time.sleep(0.1)",
+        "print('after')",
+    )
+    updates: list[tuple[float, float | None, str | None]] = []
+    seen_ticks = asyncio.Event()
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        updates.append((progress, total, message))
+        if message and "tick 5" in message:
+            seen_ticks.set()
+
+    async with connect() as client:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(
+                lambda: client.call_tool(
+                    "execute_notebook_cells",
+                    {"pathInProject": "long.ipynb"},
+                    progress_callback=on_progress,
+                )
+            )
+            await asyncio.wait_for(seen_ticks.wait(), 60)
+            tg.cancel_scope.cancel()
+        # The kernel was interrupted: it answers at once, and the file shows the interrupt.
+        for _ in range(200):
+            cell = nbformat.read(path, as_version=4).cells[0]
+            if cell.execution_count is not None:
+                break
+            await asyncio.sleep(0.1)
+        assert cell.outputs[-1]["ename"] == "KeyboardInterrupt"
+        assert cell.outputs[0]["text"].startswith("tick 0\ntick 1\n")
+        assert nbformat.read(path, as_version=4).cells[1].outputs == []
+        quick = await _call(
+            client, "execute_code_in_kernel", pathInProject="long.ipynb", code="i", timeoutMs=20000
+        )
+        assert quick["status"] == "ok" and int(quick["outputs"][0]["text"]) < 300
+    assert all(total == 2 for _, total, _ in updates)
+    assert [p for p, _, _ in updates] == sorted(p for p, _, _ in updates)
+    assert any(m and m.startswith("cell 1 of 2, ") and " s: tick " in m for _, _, m in updates)
+
+
+async def test_pictures_of_a_run_come_as_image_content(connect: Any, jp_root_dir: Path) -> None:
+    _notebook(
+        jp_root_dir,
+        "pic.ipynb",
+        "from IPython.display import Image, display\nimport base64\n"
+        f"display(Image(data=base64.b64decode('{PNG}'), format='png'))",
+    )
+    async with connect() as client:
+        result = await client.call_tool("execute_notebook_cells", {"pathInProject": "pic.ipynb"})
+        assert not result.is_error
+        assert [block.type for block in result.content] == ["text", "image"]
+        assert result.content[1].data == PNG and result.content[1].mime_type == "image/png"
+
+
+async def test_two_agents_running_two_notebooks_at_once_never_cross(
+    connect: Any, jp_root_dir: Path
+) -> None:
+    paths = {
+        name: _notebook(
+            jp_root_dir,
+            f"{name}.ipynb",
+            f"import time\nwho = '{name}'\nfor i in range(5):\n"
+            "    print(who, i, flush=True)\n    time.sleep(0.1)",
+            "print(who)",
+        )
+        for name in ("a", "b")
+    }
+
+    async def agent(name: str) -> dict[str, Any]:
+        async with connect() as client:
+            return dict(
+                await _call(client, "execute_notebook_cells", pathInProject=f"{name}.ipynb")
+            )
+
+    answers = await asyncio.gather(agent("a"), agent("b"))
+    for name, answer in zip(("a", "b"), answers, strict=True):
+        assert answer["status"] == "ok"
+        assert answer["cells"][1]["outputs"][0]["text"] == f"{name}\n"
+        saved = nbformat.read(paths[name], as_version=4)
+        assert saved.cells[0].outputs[0]["text"] == "".join(f"{name} {i}\n" for i in range(5))
+        assert saved.cells[1].outputs[0]["text"] == f"{name}\n"
+
+
+async def test_read_only_mode_keeps_the_kernel_questions_only(mcp_app: Any) -> None:
+    ctx = mcp_app.tool_context
+    reading = {"get_execution", "get_kernel_variables", "get_kernel_completions"}
+    acting = {"execute_notebook_cells", "execute_code_in_kernel", "kernel_action"}
+    visible = {t.name for t in mcp_app.registry.visible(ctx)}
+    assert reading | acting <= visible
+    ctx.settings.read_only = True
+    try:
+        visible = {t.name for t in mcp_app.registry.visible(ctx)}
+        assert reading <= visible and not acting & visible
+    finally:
+        ctx.settings.read_only = False
+
+
+async def test_bad_input_is_a_clear_error(fails: Any, jp_root_dir: Path) -> None:
+    path = _notebook(jp_root_dir, "n.ipynb", "x = 1")
+    before = path.read_bytes()
+    assert "n.ipynb has no kernel" in await fails(
+        "kernel_action", action="interrupt", pathInProject="n.ipynb"
+    )
+    assert "No kernel named 'ruby'" in await fails(
+        "kernel_action", action="change", pathInProject="n.ipynb", kernelName="ruby"
+    )
+    assert "timeoutMs" in await fails(
+        "execute_notebook_cells", pathInProject="n.ipynb", timeoutMs=0
+    )
+    assert "Notebook not found: gone.ipynb" in await fails(
+        "execute_notebook_cells", pathInProject="gone.ipynb"
+    )
+    assert "waitMs" in await fails("get_execution", executionId="x", waitMs=10**9)
+    assert path.read_bytes() == before
