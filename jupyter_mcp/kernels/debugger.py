@@ -15,8 +15,9 @@ A :class:`DebugSession` is one such conversation with the kernel of one notebook
 - the server's breakpoints for the notebook (1-based lines of its percent-format view) are set
   per cell: a cell's code is sent with ``dumpCell``, which answers the file name the kernel
   compiles that code under, and ``setBreakpoints`` takes lines inside the cell;
-- a cell runs as an ``execute_request`` followed in the background; an action answers when the
-  code stops (``stopped`` event), the cell finishes (its reply), or its time is up.
+- a cell runs through the kernel runner (:mod:`jupyter_mcp.kernels.runner`) in the background,
+  as a user's run (outputs into the notebook, the count); an action answers when the code
+  stops (``stopped`` event), the cell finishes, or its time is up.
 
 ipykernel pairs each debugger request with the next answer it gets from debugpy; a request
 that never gets one leaves that pairing off by one, so a request that times out ends the
@@ -31,7 +32,6 @@ import logging
 import queue
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -40,13 +40,12 @@ from ..core.errors import ToolError
 from ..core.paths import is_inside
 from ..documents.files import read_notebook_and_view
 from ..documents.notebook_view import cell_marker_lines, view_lines_by_cell, view_of_notebook
-from .outputs import cut, output_object
+from .outputs import cut
+from .runner import MAX_TIMEOUT_MS, Execution, Step
 from .sessions import NotebookKernel, notebook_kernel
 
 if TYPE_CHECKING:
     from nbformat import NotebookNode
-
-    from ..documents.notebook_document import NotebookDocument
 
 log = logging.getLogger("jupyter_mcp")
 
@@ -58,8 +57,6 @@ ATTACH_TIMEOUT = 60.0
 ALIVE_POLL = 0.5
 #: Characters of a variable's value or an evaluation's result an answer carries.
 VALUE_LIMIT = 300
-#: Outputs of a cell an answer carries (consecutive stream outputs count as one).
-OUTPUT_LIMIT = 20
 #: How long stopping a session waits for the resumed cell to finish, to report its outputs.
 STOP_WAIT = 5.0
 
@@ -73,47 +70,6 @@ MOVES = {"continue": "continue", "step_over": "next", "step_into": "stepIn", "st
 
 class SessionEnded(ToolError):
     """The session is over (kernel gone or restarted, debugger turned off); it was cleaned up."""
-
-
-@dataclass
-class CellRun:
-    """A cell executing under the debugger, followed until its reply arrives."""
-
-    cell_id: str
-    msg_id: str
-    outputs: list[dict[str, Any]] = field(default_factory=list)
-    reply: dict[str, Any] | None = None
-    failure: str | None = None
-    idle: bool = False
-    done: asyncio.Event = field(default_factory=asyncio.Event)
-    task: asyncio.Task[None] | None = None
-
-    def take(self, kind: str, content: dict[str, Any]) -> None:
-        """One iopub message of this execution, kept as nbformat keeps outputs."""
-        import nbformat
-
-        if kind == "clear_output":
-            self.outputs.clear()
-        elif kind == "stream":
-            last = self.outputs[-1] if self.outputs else None
-            if last and last.get("output_type") == "stream" and last["name"] == content["name"]:
-                last["text"] += content.get("text", "")
-            else:
-                self.outputs.append(
-                    {"output_type": "stream", "name": content["name"], "text": content["text"]}
-                )
-        elif kind in ("execute_result", "display_data", "error"):
-            msg = {"header": {"msg_type": kind}, "content": content}
-            self.outputs.append(dict(nbformat.v4.output_from_msg(msg)))
-
-
-def outputs_answer(outputs: list[dict[str, Any]]) -> dict[str, Any]:
-    """Output objects of ``outputs``, the last :data:`OUTPUT_LIMIT` of them (the cut said)."""
-    shown = outputs[-OUTPUT_LIMIT:]
-    answer: dict[str, Any] = {"outputs": [output_object(o) for o in shown]}
-    if len(outputs) > len(shown):
-        answer["outputsOmitted"] = len(outputs) - len(shown)
-    return answer
 
 
 def short_value(value: str) -> dict[str, Any]:
@@ -170,9 +126,8 @@ class DebugSession:
         #: that runs, somewhere in the kernel's own code: that stop is resumed, not reported.
         self._stray_step = False
         self._moving = False
-        self.run: CellRun | None = None
-        self._document: NotebookDocument | None = None
-        self._doc_queue: asyncio.Queue[tuple[str, Any]] | None = None
+        #: The agent's cell run under the debugger (the latest one).
+        self.run: Execution | None = None
         # Where each cell's code lives in the kernel, both ways.
         self._source_of_cell: dict[str, str] = {}
         self._cell_of_source: dict[str, str] = {}
@@ -240,7 +195,7 @@ class DebugSession:
     async def close(self) -> dict[str, Any]:
         """End the session: nothing of the agent's stays paused; the user's debugger stays on."""
         resumed = False
-        run = self.run
+        run = self.run if self._ours_running() else None
         try:
             if not self.shared:
                 for source in list(self._set):
@@ -281,8 +236,7 @@ class DebugSession:
         if self._unsubscribe is not None:
             self._unsubscribe()
             self._unsubscribe = None
-        run = self.run
-        tasks = [t for t in (self._reader, run.task if run else None) if t is not None]
+        tasks = [t for t in (self._reader,) if t is not None]
         tasks += list(self._tasks)
         current = asyncio.current_task()
         for task in tasks:
@@ -403,17 +357,8 @@ class DebugSession:
             kind = msg.get("msg_type")
             content = msg.get("content") or {}
             parent = msg.get("parent_header") or {}
-            run = self.run
             if kind == "debug_event":
                 self._on_event(content)
-            elif run is not None and parent.get("msg_id") == run.msg_id:
-                if kind == "status":
-                    if content.get("execution_state") == "idle":
-                        run.idle = True
-                        self._notify()
-                else:
-                    run.take(kind, content)
-                    self._to_document(kind, content)
             elif kind == "status" and parent.get("msg_type") == "execute_request":
                 if content.get("execution_state") == "idle":
                     self._idles += 1
@@ -534,14 +479,14 @@ class DebugSession:
     # Running a cell
 
     def _ours_running(self) -> bool:
-        return self.run is not None and not self.run.done.is_set()
+        return self.run is not None and not self.run.done
 
     async def run_cell(self, cell: Any, timeout: float) -> dict[str, Any]:
         """Execute ``cell`` under the debugger; answer when it stops, finishes or times out."""
         if self._ours_running():
             assert self.run is not None
             raise ToolError(
-                f"Cell {self.run.cell_id} is still running under the debugger"
+                f"Cell {self.run.steps[0].cell_id} is still running under the debugger"
                 + (" (stopped)" if self.stopped else "")
                 + "; continue, step, pause or stop the session first"
             )
@@ -552,83 +497,31 @@ class DebugSession:
             )
         await self.sync_breakpoints()
         await self.dump(cell.id, cell.source)
-        self._document = None
-        if self.ctx.services.notebooks is not None:
-            self._document = await self.ctx.services.notebooks.open(self.path, self.shown)
-        msg_id = self.client.execute(cell.source, store_history=True, allow_stdin=False)
-        run = CellRun(cell_id=cell.id, msg_id=msg_id)
-        self.run = run
-        stops = self._stops
-        if self._document is not None:
-            self._doc_queue = asyncio.Queue()
-            self._doc_queue.put_nowait(("started", None))
-        run.task = asyncio.create_task(self._follow(run))
-        return await self.settle(run, stops, self._idles, timeout, what="run_cell")
-
-    async def _follow(self, run: CellRun) -> None:
-        writer = (
-            asyncio.create_task(self._write_document(run.cell_id))
-            if self._doc_queue is not None
-            else None
+        documents = self.ctx.services.notebooks
+        document = await documents.open(self.path, self.shown) if documents else None
+        stops, idles = self._stops, self._idles
+        # Paused at a breakpoint is not a hung cell: the run's own deadline is the longest.
+        run = self.ctx.services.executions.start(
+            self.kernel,
+            self.shown,
+            [Step(cell.id, cell.source)],
+            document=document,
+            timeout_ms=MAX_TIMEOUT_MS,
+            reporter=None,
         )
-        try:
-            while True:
-                try:
-                    reply: dict[str, Any] = await self.client.get_shell_msg(timeout=ALIVE_POLL)
-                except queue.Empty:
-                    gone = await self._kernel_gone()
-                    if gone is not None:
-                        run.failure = gone
-                        self._spawn(self._end(gone))
-                        return
-                    continue
-                if reply.get("parent_header", {}).get("msg_id") == run.msg_id:
-                    run.reply = reply["content"]
-                    break
-            # The outputs come on iopub, closed by "idle"; the reply may overtake them.
-            deadline = time.monotonic() + 5
-            while not run.idle and time.monotonic() < deadline:
-                await asyncio.sleep(0.02)
-        finally:
-            if writer is not None and self._doc_queue is not None:
-                count = (run.reply or {}).get("execution_count")
-                self._doc_queue.put_nowait(("finished", count))
-                with contextlib.suppress(Exception):
-                    await asyncio.wait_for(writer, 10)
-            run.done.set()
-            self._notify()
+        self.run = run
+        self._spawn(self._when_done(run))
+        return await self.settle(run, stops, idles, timeout, what="run_cell")
 
-    def _to_document(self, kind: str, content: dict[str, Any]) -> None:
-        if self._doc_queue is not None:
-            self._doc_queue.put_nowait((kind, content))
-
-    async def _write_document(self, cell_id: str) -> None:
-        """Write the run's outputs into the notebook as they arrive, in order."""
-        import nbformat
-
-        document, pending = self._document, self._doc_queue
-        assert document is not None and pending is not None
-        while True:
-            kind, content = await pending.get()
-            try:
-                if kind == "started":
-                    await document.run_started(cell_id)
-                elif kind == "finished":
-                    await document.run_finished(cell_id, content)
-                    return
-                elif kind == "clear_output":
-                    await document.clear_output(cell_id)
-                elif kind in ("stream", "execute_result", "display_data", "error"):
-                    msg = {"header": {"msg_type": kind}, "content": content}
-                    await document.output(cell_id, dict(nbformat.v4.output_from_msg(msg)))
-            except Exception:  # the notebook closed or changed: the run itself goes on
-                log.exception("Writing a debugged cell's output into %s failed", self.shown)
+    async def _when_done(self, run: Execution) -> None:
+        await run.wait()
+        self._notify()
 
     # ---------------------------------------------------------------------------------------
     # Waiting, moving
 
     async def settle(
-        self, run: CellRun | None, stops: int, idles: int, timeout: float, *, what: str
+        self, run: Execution | None, stops: int, idles: int, timeout: float, *, what: str
     ) -> dict[str, Any]:
         """Wait until the code stops again, ``run`` (or, without one, any execution) finishes,
         or ``timeout`` passes."""
@@ -643,7 +536,7 @@ class DebugSession:
                 stops = self._stops
                 await self.request("continue", threadId=self.stopped["threadId"])
                 continue
-            if run is not None and run.done.is_set():
+            if run is not None and run.done:
                 return self._run_answer(run)
             if run is None and self._idles > idles:
                 return {"state": "finished"}
@@ -656,10 +549,7 @@ class DebugSession:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(changed.wait(), min(remaining, ALIVE_POLL))
         if what in ("run_cell", "continue"):
-            answer: dict[str, Any] = {"state": "running"}
-            if run is not None:
-                answer["cellId"] = run.cell_id
-                answer.update(outputs_answer(run.outputs))
+            answer: dict[str, Any] = self._run_answer(run) if run else {"state": "running"}
             answer["message"] = (
                 f"Still running after {timeout:g} s (no breakpoint reached); 'state' or "
                 "'continue' waits again, 'pause' stops it where it is, 'stop' ends the session"
@@ -719,20 +609,20 @@ class DebugSession:
     # ---------------------------------------------------------------------------------------
     # Answers
 
-    def _run_answer(self, run: CellRun) -> dict[str, Any]:
-        if not run.done.is_set():
-            return {"state": "running", "cellId": run.cell_id, **outputs_answer(run.outputs)}
-        if run.failure is not None:
-            return {"state": "finished", "cellId": run.cell_id, "status": "error",
-                    "message": run.failure, **outputs_answer(run.outputs)}  # fmt: skip
-        reply = run.reply or {}
-        return {
-            "state": "finished",
-            "cellId": run.cell_id,
-            "status": reply.get("status", "error"),
-            "executionCount": reply.get("execution_count"),
-            **outputs_answer(run.outputs),
-        }
+    @staticmethod
+    def _run_answer(run: Execution) -> dict[str, Any]:
+        """The cell run as run_cell answers it: running, or finished with its outputs."""
+        value = run.answer()
+        cell = value["cells"][0] if value["cells"] else {"cellId": run.steps[0].cell_id}
+        answer: dict[str, Any] = {"state": "finished" if run.done else "running", **cell}
+        if not run.done:
+            answer.pop("status", None)
+            answer.pop("executionCount", None)
+        answer["executionId"] = value["executionId"]
+        for key in ("error", "notebookError"):
+            if key in value:
+                answer[key] = value[key]
+        return answer
 
     async def frames(self) -> list[dict[str, Any]]:
         """The stack of the stopped thread (debugpy's frames), innermost first."""
@@ -805,9 +695,11 @@ class DebugSession:
         if frames:
             answer["frameId"] = frames[0]["id"]
         run = self.run
-        if run is not None and not run.done.is_set():
-            answer["cellId"] = run.cell_id
-            answer.update(outputs_answer(run.outputs))
+        if run is not None and not run.done:
+            printed = self._run_answer(run)
+            answer["cellId"] = printed["cellId"]
+            answer["executionId"] = printed["executionId"]
+            answer["outputs"] = printed.get("outputs", [])
         return answer
 
     async def frame_id(self, frame_id: int | None) -> int:

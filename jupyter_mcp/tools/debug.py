@@ -13,10 +13,10 @@ from typing import Any
 from ..core.context import ToolContext
 from ..core.errors import ToolError
 from ..core.registry import ToolSet, WithImages
-from ..documents.facts import is_notebook
+from ..documents.cells import find_cell
 from ..documents.files import read_text
 from ..kernels.debugger import EXCEPTION_FILTERS
-from ..kernels.outputs import images_of
+from ..lab.notebooks import open_notebook
 
 tools = ToolSet()
 
@@ -112,7 +112,10 @@ _DEBUG_ACTIONS = [
         "action": {"type": "string", "enum": _DEBUG_ACTIONS, "description": "What to do."},
         "pathInProject": {
             "type": "string",
-            "description": "The notebook (.ipynb), relative to the project root.",
+            "description": (
+                "The notebook (.ipynb), relative to the project root; default: the notebook "
+                "focused in JupyterLab."
+            ),
         },
         "cellId": {"type": "string", "description": "run_cell: the cell to run."},
         "index": {
@@ -159,14 +162,14 @@ _DEBUG_ACTIONS = [
             "description": "run_cell and moves: how long to wait for the code to stop or finish.",
         },
     },
-    required=["action", "pathInProject"],
+    required=["action"],
     title="Debug session",
     destructive=True,  # runs code in the user's kernel
 )
 async def debug_session(
     ctx: ToolContext,
     action: str,
-    pathInProject: str,
+    pathInProject: str | None = None,
     cellId: str | None = None,
     index: int | None = None,
     frameId: int | None = None,
@@ -178,10 +181,8 @@ async def debug_session(
     timeoutMs: int = 30000,
 ) -> Any:
     """One action of the agent's debug session on the notebook's kernel."""
-    path = ctx.resolve(pathInProject, must_exist=True)
-    if not is_notebook(path):
-        raise ToolError(f"{pathInProject} is not a notebook; debug sessions run notebook cells")
-    shown = ctx.relative(path)
+    document = await open_notebook(ctx, pathInProject)  # refuses what is not a notebook
+    path, shown = document.path, document.shown
     debuggers = ctx.services.debugger
     timeout = timeoutMs / 1000
     if action == "start":
@@ -211,32 +212,19 @@ async def debug_session(
     async with session.action_lock:
         if action == "run_cell":
             nb, _ = await session.notebook()
-            cell = find_cell(nb, cellId, index, shown)
+            if cellId is None and index is None:
+                raise ToolError("run_cell needs the cell: 'cellId' or 'index'")
+            cell = nb.cells[find_cell(nb, shown, cellId, index)]
+            if cell.cell_type != "code":
+                raise ToolError(
+                    f"Cell {cell.get('id')} of {shown} is a {cell.cell_type} cell; only code runs"
+                )
             answer = await session.run_cell(cell, timeout)
         else:
             answer = await session.move(action, timeout)
-    if answer.get("state") == "finished" and answer.get("outputs") and session.run is not None:
-        pictures = images_of(session.run.outputs[-len(answer["outputs"]) :])
+    run = session.run
+    if answer.get("state") == "finished" and run is not None and run.done:
+        pictures = run.images()
         if pictures:
             return WithImages(answer, pictures)
     return answer
-
-
-def find_cell(nb: Any, cell_id: str | None, index: int | None, shown: str) -> Any:
-    """The code cell named by id (preferred) or index, with a clear error otherwise."""
-    if cell_id is not None:
-        found = [c for c in nb.cells if c.get("id") == cell_id]
-        if not found:
-            raise ToolError(f"No cell with id {cell_id!r} in {shown}")
-        cell = found[0]
-    elif index is not None:
-        if index >= len(nb.cells):
-            raise ToolError(f"{shown} has {len(nb.cells)} cells; there is no cell {index}")
-        cell = nb.cells[index]
-    else:
-        raise ToolError("run_cell needs the cell: 'cellId' or 'index'")
-    if cell.cell_type != "code":
-        raise ToolError(f"Cell {cell.get('id')} of {shown} is a {cell.cell_type} cell, not code")
-    if not cell.get("id"):
-        raise ToolError(f"The cells of {shown} have no ids (nbformat < 4.5); save it in JupyterLab")
-    return cell

@@ -137,6 +137,20 @@ async def test_a_breakpoint_in_a_function_stops_there_with_its_frame_and_locals(
     assert done["state"] == "finished" and done["status"] == "ok" and done["cellId"] == "call"
     assert [o["text"] for o in done["outputs"]] == ["result 12\n", "12"]
     assert isinstance(done["executionCount"], int)
+    # and the notebook shows the run as if the user had made it
+    cell = await saved_cell(jp_root_dir, "call", done["executionCount"])
+    assert [o.get("text") or o["data"]["text/plain"] for o in cell.outputs] == ["result 12\n", "12"]
+
+
+async def saved_cell(root: Path, cell_id: str, count: int) -> Any:
+    """The cell as the notebook file has it once its run's count is written."""
+    for _ in range(50):
+        nb = nbformat.read(root / "nb.ipynb", as_version=4)
+        cell = next(c for c in nb.cells if c.id == cell_id)
+        if cell.execution_count == count:
+            return cell
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"cell {cell_id} was not saved with count {count}")
 
 
 async def test_steps_land_where_expected(debug: Any, ok: Any, jp_root_dir: Path) -> None:
@@ -298,7 +312,9 @@ async def test_a_kernel_restart_or_death_ends_the_session(
     os.kill(kernels.get_kernel(started["kernelId"]).provisioner.pid, signal.SIGKILL)
     await asyncio.sleep(1)
     message = await debug.refused("run_cell", cellId="call")
-    assert "ended: the kernel" in message and ("died" in message or "shut down" in message)
+    # (the server may have restarted the dead kernel by then)
+    assert "ended: the kernel" in message
+    assert "died" in message or "restarted" in message
 
 
 async def test_refusals_are_clear(debug: Any, call: Any, jp_root_dir: Path) -> None:
@@ -307,8 +323,9 @@ async def test_refusals_are_clear(debug: Any, call: Any, jp_root_dir: Path) -> N
     assert "a.py is not a notebook" in answer["error"]
     assert "No debug session on nb.ipynb" in await debug.refused("run_cell", cellId="call")
     await debug("start")
-    assert "No cell with id 'nope'" in await debug.refused("run_cell", cellId="nope")
-    assert "markdown cell, not code" in await debug.refused("run_cell", cellId="text")
+    assert "has no cell with id 'nope'" in await debug.refused("run_cell", cellId="nope")
+    assert "markdown cell; only code runs" in await debug.refused("run_cell", cellId="text")
+    assert "needs the cell" in await debug.refused("run_cell")
     assert "not stopped" in await debug.refused("variables")
     assert "needs an 'expression'" in await debug.refused("evaluate")
 
