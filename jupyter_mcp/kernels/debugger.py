@@ -830,6 +830,20 @@ class KernelDebuggers:
             raise
         return session
 
+    async def state(self, path: Path, shown: str) -> dict[str, Any]:
+        """The notebook's session state; ``{"session": "off"}`` (and why) when there is none."""
+        session = self.get(path)
+        if session is not None:
+            try:
+                await session.check()
+                return await session.state()
+            except SessionEnded:
+                self._forget(session)
+        answer: dict[str, Any] = {"session": "off"}
+        if path in self._last_end:
+            answer["ended"] = self._last_end[path]
+        return answer
+
     async def start(
         self, ctx: ToolContext, path: Path, shown: str, exceptions: str | None
     ) -> dict[str, Any]:

@@ -106,8 +106,9 @@ _DEBUG_ACTIONS = [
     "frames (frameId, function, cellId/line or file/fileLine); 'variables' gives a frame's scopes "
     "and its locals (frameId, default the innermost), or the children of a variablesReference, "
     "paged by start/count, values cut to 300 characters; 'evaluate' evaluates 'expression' in a "
-    "frame. 'state' says whether a cell runs or is stopped and where, and which breakpoints the "
-    "debugger verified. 'stop' ends the session; nothing stays paused.",
+    "frame. 'state' says whether a session is on ('session': 'on'/'off'), whether its cell runs "
+    "or is stopped and where, and which breakpoints the debugger verified. 'stop' ends the "
+    "session; nothing stays paused.",
     {
         "action": {"type": "string", "enum": _DEBUG_ACTIONS, "description": "What to do."},
         "pathInProject": {
@@ -189,9 +190,9 @@ async def debug_session(
         return await debuggers.start(ctx, path, shown, exceptions)
     if action == "stop":
         return await debuggers.stop(ctx, path, shown)
-    session = await debuggers.session(path, shown)
     if action == "state":
-        return await session.state()
+        return await debuggers.state(path, shown)
+    session = await debuggers.session(path, shown)
     if action == "stack":
         frames = await session.frames()
         page = frames[start : start + count]

@@ -242,8 +242,8 @@ async def test_a_long_cell_times_out_into_running_and_pause_stops_it(debug: Any)
     # stop resumes it and ends the session
     ended = await debug("stop")
     assert ended["session"] == "ended" and ended["resumed"] is True
-    message = await debug.refused("state")
-    assert "No debug session on nb.ipynb" in message and "stopped" in message
+    assert await debug("state") == {"session": "off", "ended": "the session was stopped"}
+    assert "No debug session on nb.ipynb" in await debug.refused("pause")
 
 
 async def test_a_step_that_does_not_return_in_time_is_an_error_and_the_session_goes_on(
@@ -302,9 +302,10 @@ async def test_a_kernel_restart_or_death_ends_the_session(
 
     # A restart while stopped ends the session; nothing is left paused
     await kernels.restart_kernel(started["kernelId"])
-    message = await debug.refused("state")
-    assert "ended: the kernel" in message and "restarted" in message
-    assert "start one with action 'start'" in await debug.refused("stack")
+    state = await debug("state")
+    assert state["session"] == "off" and "restarted" in state["ended"]
+    message = await debug.refused("stack")
+    assert "the last one ended: the kernel" in message and "action 'start'" in message
 
     # A new session on the restarted kernel works; the kernel dying ends it too
     assert (await debug("start"))["session"] == "on"
