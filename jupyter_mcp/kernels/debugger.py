@@ -59,6 +59,9 @@ ALIVE_POLL = 0.5
 VALUE_LIMIT = 300
 #: How long stopping a session waits for the resumed cell to finish, to report its outputs.
 STOP_WAIT = 5.0
+#: A session whose cell is stopped and that gets no call for this long is ended (the cell goes
+#: on): an agent that went away never leaves the user's kernel paused (seconds).
+IDLE_LIMIT = 600.0
 
 #: ``exceptions`` option → debugpy's exception breakpoint filters. The notebook's code never
 #: has an uncaught exception in debugpy's sense (IPython catches everything a cell raises), so
@@ -137,6 +140,9 @@ class DebugSession:
         self._unsubscribe: Callable[[], None] | None = None
         self._sync_lock = asyncio.Lock()
         self._tasks: set[asyncio.Task[Any]] = set()
+        #: When the agent last acted on the session (monotonic seconds).
+        self.last_call = time.monotonic()
+        self._watchdog: asyncio.Task[None] | None = None
 
     # ---------------------------------------------------------------------------------------
     # Starting and ending
@@ -160,6 +166,7 @@ class DebugSession:
                     "with debugpy installed in the kernel's environment has one"
                 )
             self._reader = asyncio.create_task(self._read_iopub())
+            self._watchdog = asyncio.create_task(self._watch_idle())
             info = await self.request("debugInfo")
             self._tmp_prefix = info.get("tmpFilePrefix")
             if info.get("isStarted"):
@@ -192,7 +199,7 @@ class DebugSession:
             await self._release()
             raise
 
-    async def close(self) -> dict[str, Any]:
+    async def close(self, reason: str = "the session was stopped") -> dict[str, Any]:
         """End the session: nothing of the agent's stays paused; the user's debugger stays on."""
         resumed = False
         run = self.run if self._ours_running() else None
@@ -223,7 +230,7 @@ class DebugSession:
             answer["message"] = "JupyterLab's debugger stays on for this kernel"
         if run is not None:
             answer["run"] = self._run_answer(run)
-        await self._end("the session was stopped")
+        await self._end(reason)
         return answer
 
     async def _end(self, reason: str) -> None:
@@ -236,7 +243,7 @@ class DebugSession:
         if self._unsubscribe is not None:
             self._unsubscribe()
             self._unsubscribe = None
-        tasks = [t for t in (self._reader,) if t is not None]
+        tasks = [t for t in (self._reader, self._watchdog) if t is not None]
         tasks += list(self._tasks)
         current = asyncio.current_task()
         for task in tasks:
@@ -249,6 +256,21 @@ class DebugSession:
         if self.client is not None:
             with contextlib.suppress(Exception):
                 self.client.stop_channels()
+
+    async def _watch_idle(self) -> None:
+        while True:
+            await asyncio.sleep(min(IDLE_LIMIT / 4, 5.0))
+            idle = time.monotonic() - self.last_call
+            if self.stopped is not None and self._ours_running() and idle > IDLE_LIMIT:
+                log.warning(
+                    "Ending the debug session on %s: stopped with no call for %.0f s",
+                    self.shown,
+                    idle,
+                )
+                self._watchdog = None  # this task ends the session: it must not cancel itself
+                async with self.action_lock:
+                    await self.close(f"it stayed stopped with no call for {IDLE_LIMIT:g} s")
+                return
 
     async def check(self) -> None:
         """Raise :class:`SessionEnded` (after cleaning up) when the kernel is not the one the
@@ -801,11 +823,13 @@ class KernelDebuggers:
         self._starting: dict[Path, asyncio.Lock] = {}
 
     def get(self, path: Path) -> DebugSession | None:
-        """The live session of a notebook, or None."""
+        """The live session of a notebook (marked as used now), or None."""
         session = self._sessions.get(path)
         if session is not None and session.ended is not None:
             self._forget(session)
             return None
+        if session is not None:
+            session.last_call = time.monotonic()
         return session
 
     def _forget(self, session: DebugSession) -> None:

@@ -17,6 +17,7 @@ import nbformat
 import pytest
 
 from jupyter_mcp.documents.notebook_view import cell_marker_lines, notebook_view
+from jupyter_mcp.kernels import debugger
 from jupyter_mcp.kernels.debugger import own_client
 
 pytestmark = pytest.mark.timeout(240)
@@ -406,3 +407,27 @@ async def wait_for_event(client: Any, name: str) -> dict[str, Any]:
             content: dict[str, Any] = msg["content"]
             return content
     raise AssertionError(f"no {name} debug_event within 30 s")
+
+
+async def test_a_session_left_stopped_is_ended_and_its_cell_goes_on(
+    debug: Any, ok: Any, jp_root_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(debugger, "IDLE_LIMIT", 2.0)
+    line = view_line(jp_root_dir, "define", 4)
+    await ok("toggle_debugger_breakpoint", pathInProject="nb.ipynb", line=line)
+    await debug("start")
+    await debug("run_cell", cellId="define")
+    stopped = await debug("run_cell", cellId="call")
+    assert stopped["state"] == "stopped"
+    # Given an agent that makes no call while its cell is stopped, the session ends by itself
+    await asyncio.sleep(6)
+    state = await debug("state")
+    assert state == {"session": "off", "ended": "it stayed stopped with no call for 2 s"}
+    # and the cell was let go on to its end
+    for _ in range(50):
+        nb = nbformat.read(jp_root_dir / "nb.ipynb", as_version=4)
+        outputs = next(c for c in nb.cells if c.id == "call").outputs
+        if outputs:
+            break
+        await asyncio.sleep(0.1)
+    assert outputs[0]["text"] == "result 12\n"
