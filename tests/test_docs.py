@@ -52,9 +52,13 @@ def test_the_readme_table_says_each_settings_default():
 
 
 def test_every_notebook_tool_is_in_the_readme_table():
-    from jupyter_mcp.tools import kernels, notebooks
+    from jupyter_mcp.tools import debug, kernels, notebooks
 
     text = README.read_text(encoding="utf-8")
-    tools = [*notebooks.tools, *kernels.tools]
+    tools = [
+        *notebooks.tools,
+        *kernels.tools,
+        *(t for t in debug.tools if t.name == "debug_session"),
+    ]
     missing = [t.name for t in tools if f"| `{t.name}` |" not in text]
     assert not missing, f"notebook tools missing from README's table: {missing}"
