@@ -550,13 +550,14 @@ class DebugSession:
         deadline = time.monotonic() + timeout
         while True:
             if self._stops > stops and self.stopped is not None:
+                thread = self.stopped["threadId"]
                 found = await self.stopped_answer()
                 if not self._library_exception(found["where"]):
                     return found
                 # Libraries the kernel itself uses raise and catch exceptions of their own
                 # (formatting a traceback does): not the notebook's, so not a place to stop.
                 stops = self._stops
-                await self.request("continue", threadId=self.stopped["threadId"])
+                await self.request("continue", threadId=thread)
                 continue
             if run is not None and run.done:
                 return self._run_answer(run)

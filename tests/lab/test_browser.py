@@ -616,3 +616,49 @@ def test_the_window_reconnects_after_a_server_restart(lab: Lab, page: Any) -> No
         what="the state after reconnecting",
     )
     assert editor_text(lab) == "x = 1\n"
+
+
+def test_jupyterlabs_debugger_marks_the_line_where_the_agent_stopped(lab: Lab, page: Any) -> None:
+    write_notebook(
+        lab,
+        "dbg/n.ipynb",
+        [("code", "def f(x):\n    y = x * 2\n    return y"), ("code", "f(21)")],
+    )
+    open_in_editor(lab, page, "dbg/n.ipynb")
+    view = lab.ok("get_file_text_by_path", pathInProject="dbg/n.ipynb")["content"].splitlines()
+    line = view.index("    y = x * 2") + 1
+    # Given the user has JupyterLab's debugger on for the notebook
+    bug = page.locator(".jp-NotebookPanel:visible .jp-DebuggerBugButton button")
+    wait_for(lambda: bug.is_enabled(), timeout=60, what="the debugger to be available")
+    bug.click()
+    cells = page.locator(".jp-NotebookPanel:visible .jp-CodeCell")
+    wait_for(
+        lambda: cells.nth(0).locator(".cm-breakpoint-gutter").count() > 0,
+        timeout=30,
+        what="the debugger gutter",
+    )
+    assert lab.ok("toggle_debugger_breakpoint", pathInProject="dbg/n.ipynb", line=line)
+    # When the agent starts its session, it shares the user's debugger
+    started = lab.ok("debug_session", action="start", pathInProject="dbg/n.ipynb")
+    assert started["shared"] is True and "the user is debugging" in started["message"]
+    cell_ids = [
+        c["cellId"] for c in lab.ok("get_notebook_cells", pathInProject="dbg/n.ipynb")["cells"]
+    ]
+    done = lab.ok(
+        "debug_session", action="run_cell", pathInProject="dbg/n.ipynb", cellId=cell_ids[0]
+    )
+    assert done["state"] == "finished"
+    stopped = lab.ok(
+        "debug_session", action="run_cell", pathInProject="dbg/n.ipynb", cellId=cell_ids[1]
+    )
+    assert stopped["state"] == "stopped" and stopped["where"]["cellId"] == cell_ids[0]
+    # Then JupyterLab's debugger marks that line of the first cell as where the code is stopped
+    current = cells.nth(0).locator(".cm-line.jp-DebuggerEditor-highlight")
+    wait_for(lambda: current.count() == 1, timeout=30, what="the stopped line's highlight")
+    assert current.inner_text() == "    y = x * 2"
+    # and when the agent ends its session, the cell finishes and the mark goes
+    ended = lab.ok("debug_session", action="stop", pathInProject="dbg/n.ipynb")
+    assert ended["run"]["state"] == "finished"
+    assert ended["run"]["outputs"][0]["text"] == "42"
+    wait_for(lambda: current.count() == 0, timeout=30, what="the highlight to go")
+    lab.ok("toggle_debugger_breakpoint", pathInProject="dbg/n.ipynb", line=line)
