@@ -34,6 +34,7 @@ CELLS = {
     "boom": "def fail(x):\n    y = x + 1\n    return y / 0\n\nfail(1)\n",
     "slow": "import time\ntime.sleep(4)\ndone = True\n",
     "loop": "import time\nn = 0\nwhile n < 150:\n    n += 1\n    time.sleep(0.05)\n",
+    "big": 'big = list(range(1000))\ntext = "x" * 5000\nstop_here = 1\n',
 }
 
 
@@ -431,3 +432,29 @@ async def test_a_session_left_stopped_is_ended_and_its_cell_goes_on(
             break
         await asyncio.sleep(0.1)
     assert outputs[0]["text"] == "result 12\n"
+
+
+async def test_variables_are_paged_and_long_values_cut(
+    debug: Any, ok: Any, jp_root_dir: Path
+) -> None:
+    await ok(
+        "toggle_debugger_breakpoint",
+        pathInProject="nb.ipynb",
+        line=view_line(jp_root_dir, "big", 3),
+    )
+    await debug("start")
+    assert (await debug("run_cell", cellId="big"))["state"] == "stopped"
+    found = await debug("variables", count=200)
+    by_name = {v["name"]: v for v in found["variables"]}
+    # A long value is cut, and says how long it is
+    assert by_name["text"]["valueLength"] == 5002 and len(by_name["text"]["value"]) < 400
+    assert "characters cut" in by_name["text"]["value"]
+    # A container expands by its reference, a page at a time
+    reference = by_name["big"]["variablesReference"]
+    page = await debug("variables", variablesReference=reference, start=10, count=5)
+    items = page["variables"]
+    assert page["start"] == 10 and page["more"] is True and len(items) == 5
+    assert page["total"] > 15
+    first = await debug("variables", variablesReference=reference, count=200)
+    assert [v["value"] for v in first["variables"]][10:15] == [v["value"] for v in items]
+    assert (await debug("continue"))["state"] == "finished"
