@@ -432,16 +432,18 @@ class DebugSession:
         return str(path)
 
     async def sync_breakpoints(self) -> None:
-        """Make the kernel's breakpoints in this notebook's cells those of the server."""
+        """Make the kernel's breakpoints those of the server: in this notebook's cells, and in
+        the project's Python files (modules the notebook imports)."""
         async with self._sync_lock:
             nb, view = await self.notebook()
-            lines = {
-                e["line"]
-                for e in self.ctx.services.breakpoints.list()
-                if e["path"] == str(self.path)
-            }
-            by_id = {c.get("id"): c for c in nb.cells}
+            lines: set[int] = set()
             wanted: dict[str, list[int]] = {}
+            for e in self.ctx.services.breakpoints.list():
+                if e["path"] == str(self.path):
+                    lines.add(e["line"])
+                elif e["path"].endswith(".py"):
+                    wanted.setdefault(e["path"], []).append(e["line"])
+            by_id = {c.get("id"): c for c in nb.cells}
             for entry in view_lines_by_cell(nb, lines, view):
                 cell = by_id.get(entry["id"])
                 if cell is None or cell.cell_type != "code":
@@ -466,7 +468,8 @@ class DebugSession:
                 }
 
     def _breakpoints_changed(self, change: dict[str, Any]) -> None:
-        if change.get("path") == str(self.path) and self.ended is None:
+        path = str(change.get("path"))
+        if (path == str(self.path) or path.endswith(".py")) and self.ended is None:
             self._spawn(self._sync_quietly())
 
     async def _sync_quietly(self) -> None:
@@ -491,9 +494,14 @@ class DebugSession:
             cell_id = self._cell_of_source.get(source)
             index = index_of.get(cell_id)
             for line, verified in sorted(lines.items()):
-                entry: dict[str, Any] = {"cellId": cell_id, "line": line - 1, "verified": verified}
-                if index is not None and index < len(markers):
-                    entry["viewLine"] = markers[index] + line
+                entry: dict[str, Any]
+                if cell_id is None:  # a project file
+                    entry = {"file": self.ctx.relative(Path(source)), "fileLine": line}
+                else:
+                    entry = {"cellId": cell_id, "line": line - 1}
+                    if index is not None and index < len(markers):
+                        entry["viewLine"] = markers[index] + line
+                entry["verified"] = verified
                 found.append(entry)
         return found
 

@@ -35,6 +35,7 @@ CELLS = {
     "slow": "import time\ntime.sleep(4)\ndone = True\n",
     "loop": "import time\nn = 0\nwhile n < 150:\n    n += 1\n    time.sleep(0.05)\n",
     "big": 'big = list(range(1000))\ntext = "x" * 5000\nstop_here = 1\n',
+    "module": "import helper\nhelper.double(4)\n",
 }
 
 
@@ -458,3 +459,24 @@ async def test_variables_are_paged_and_long_values_cut(
     first = await debug("variables", variablesReference=reference, count=200)
     assert [v["value"] for v in first["variables"]][10:15] == [v["value"] for v in items]
     assert (await debug("continue"))["state"] == "finished"
+
+
+async def test_a_breakpoint_in_a_project_module_the_notebook_imports(
+    debug: Any, ok: Any, jp_root_dir: Path
+) -> None:
+    (jp_root_dir / "helper.py").write_text("def double(x):\n    y = x * 2\n    return y\n")
+    await ok("toggle_debugger_breakpoint", pathInProject="helper.py", line=2)
+    started = await debug("start")
+    assert {"file": "helper.py", "fileLine": 2, "verified": True} in started["breakpoints"]
+    stopped = await debug("run_cell", cellId="module")
+    assert stopped["where"] == {
+        "function": "double",
+        "file": "helper.py",
+        "fileLine": 2,
+        "reason": "breakpoint",
+    }
+    assert {v["name"]: v["value"] for v in (await debug("variables"))["variables"]}["x"] == "4"
+    frames = (await debug("stack"))["frames"]
+    assert [f.get("cellId") for f in frames] == [None, "module"]
+    done = await debug("continue")
+    assert done["state"] == "finished" and done["outputs"][0]["text"] == "8"
