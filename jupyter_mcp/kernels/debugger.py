@@ -210,7 +210,9 @@ class DebugSession:
             if self.exceptions != "none":
                 await self.request("setExceptionBreakpoints", filters=[])
             if self.stopped is not None and (not self.shared or self._ours_running()):
+                stops = self._stops
                 await self.request("continue", threadId=self.stopped["threadId"])
+                self._resumed(stops)
                 resumed = True
             if not self.shared:
                 await self.request("disconnect", restart=False, terminateDebuggee=False)
@@ -219,7 +221,9 @@ class DebugSession:
             deadline = time.monotonic() + STOP_WAIT
             while self._ours_running() and time.monotonic() < deadline:
                 if self.shared and self.stopped is not None:
+                    stops = self._stops
                     await self.request("continue", threadId=self.stopped["threadId"])
+                    self._resumed(stops)
                 changed = self._changed
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(changed.wait(), ALIVE_POLL)
@@ -545,7 +549,18 @@ class DebugSession:
 
     async def _when_done(self, run: Execution) -> None:
         await run.wait()
+        # The run's reply and the debugger's "continued" event come on different channels: a
+        # cell that finished is not stopped, whichever arrives first.
+        self.stopped = None
+        self._frames = None
         self._notify()
+
+    def _resumed(self, stops: int) -> None:
+        """The debugger answered a move: the code runs, unless it already stopped again (the
+        "stopped" event may overtake the reply)."""
+        if self._stops == stops:
+            self.stopped = None
+            self._frames = None
 
     # ---------------------------------------------------------------------------------------
     # Waiting, moving
@@ -611,6 +626,7 @@ class DebugSession:
         self._moving = True
         try:
             await self.request(MOVES[action], threadId=thread)
+            self._resumed(stops)
             answer = await self.settle(run, stops, idles, timeout, what=action)
         finally:
             self._moving = False

@@ -142,6 +142,8 @@ async def test_a_breakpoint_in_a_function_stops_there_with_its_frame_and_locals(
     assert isinstance(done["executionCount"], int)
     # and the notebook shows the run as if the user had made it
     cell = await saved_cell(jp_root_dir, "call", done["executionCount"])
+    # right away, the next cell runs (the finished cell is not taken for a stopped one)
+    assert (await debug("run_cell", cellId="call"))["state"] == "finished"
     assert [o.get("text") or o["data"]["text/plain"] for o in cell.outputs] == ["result 12\n", "12"]
 
 
