@@ -23,7 +23,7 @@ from .outputs import readable_text
 #: Seconds to wait for another call's use of the kernel to end before answering "busy".
 CLIENT_WAIT = 5.0
 #: Seconds a kernel has to answer a question (it answers after the cell it is running).
-ANSWER_TIMEOUT = 10.0
+ANSWER_TIMEOUT = 20.0
 #: Variables one answer lists at most (sorted by name).
 MAX_VARIABLES = 2000
 #: Matches one completion answer lists at most.

@@ -190,6 +190,7 @@ class Execution:
     reporter: Reporter | None = None
     _last_line: str | None = None
     _last_report: float = 0.0
+    _last_progress: float = 0.0
     _cell_started: float = field(default_factory=time.monotonic)
     _timer: asyncio.TimerHandle | None = None
     _stopper: asyncio.Task[None] | None = None
@@ -391,9 +392,12 @@ class Execution:
         self._last_report = now
         total = len(self.steps)
         done = sum(1 for r in self.runs if r.status != "running")
-        # Strictly increasing within a cell and across cells (the fraction stays below 1).
+        # Cells done plus a fraction that grows with the running cell's time and stays below
+        # 1; never less than the last report (the clock starts again with each cell).
         in_cell = now - self._cell_started
         progress = float(total if final else done + in_cell / (in_cell + 10.0))
+        progress = max(progress, self._last_progress + 1e-6)
+        self._last_progress = progress
         elapsed = time.time() - self.started
         where = f"cell {min(len(self.runs), total)} of {total}" if total > 1 else "running"
         message = f"{where}, {elapsed:.1f} s"
