@@ -287,6 +287,11 @@ async def test_background_runs_are_followed_by_id(ctx: ToolContext, jp_root_dir:
     assert answer["cells"][0]["outputs"][0]["text"] == "0\n1\n2\n"
     with pytest.raises(ToolError, match="No execution 'nope'"):
         await get_execution(ctx, "nope")
+    # A background run has its deadline too
+    notebook(jp_root_dir, "bg-slow.ipynb", "import time\ntime.sleep(60)")
+    slow = await run(ctx, "bg-slow.ipynb", background=True, timeoutMs=1500)
+    late = (await get_execution(ctx, slow["executionId"], waitMs=60_000)).value
+    assert late["status"] == "timeout" and late["cells"][0]["status"] == "timeout"
 
 
 async def test_progress_tells_elapsed_time_and_the_last_line(
