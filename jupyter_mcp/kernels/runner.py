@@ -191,6 +191,7 @@ class Execution:
     _last_line: str | None = None
     _last_report: float = 0.0
     _last_progress: float = 0.0
+    _reported: bool = False
     _cell_started: float = field(default_factory=time.monotonic)
     _timer: asyncio.TimerHandle | None = None
     _stopper: asyncio.Task[None] | None = None
@@ -405,6 +406,11 @@ class Execution:
             message = f"{self.status} after {elapsed:.1f} s"
         if self._last_line:
             message += f": {self._last_line}"
+        if not self._reported:
+            # A client that cancels gets no answer: the first notification names the run, so
+            # get_execution can still tell what it did.
+            message = f"execution {self.id}: {message}"
+            self._reported = True
         try:
             reporter(progress, float(total), message)
         except Exception:  # a lost notification never fails the run

@@ -306,13 +306,14 @@ async def test_progress_tells_elapsed_time_and_the_last_line(
     updates: list[tuple[float, float | None, str | None]] = []
     token = progress_reporter.set(lambda p, t, m: updates.append((p, t, m)))
     try:
-        await run(ctx, "p.ipynb")
+        answer = await run(ctx, "p.ipynb")
     finally:
         progress_reporter.reset(token)
     progress = [u[0] for u in updates]
     assert progress == sorted(progress) and len(set(progress)) == len(progress)
     assert all(u[1] == 2 for u in updates)
     messages = [u[2] or "" for u in updates]
+    assert messages[0].startswith(f"execution {answer['executionId']}: ")
     assert any(m.startswith("cell 1 of 2") and m.endswith(": step 2") for m in messages)
     assert messages[-1].startswith("ok after") and messages[-1].endswith(": done")
 
