@@ -192,6 +192,7 @@ class Execution:
     _last_report: float = 0.0
     _last_progress: float = 0.0
     _reported: bool = False
+    _deferred: asyncio.TimerHandle | None = None
     _cell_started: float = field(default_factory=time.monotonic)
     _timer: asyncio.TimerHandle | None = None
     _stopper: asyncio.Task[None] | None = None
@@ -389,7 +390,14 @@ class Execution:
             return
         now = time.monotonic()
         if not (force or final) and now - self._last_report < PROGRESS_MIN_GAP:
+            # Too soon after the last one: say the latest line a moment later instead.
+            if self._deferred is None:
+                wait = PROGRESS_MIN_GAP - (now - self._last_report)
+                self._deferred = asyncio.get_running_loop().call_later(wait, self._report_later)
             return
+        if self._deferred is not None:
+            self._deferred.cancel()
+            self._deferred = None
         self._last_report = now
         total = len(self.steps)
         done = sum(1 for r in self.runs if r.status != "running")
@@ -415,6 +423,11 @@ class Execution:
             reporter(progress, float(total), message)
         except Exception:  # a lost notification never fails the run
             self.log.debug("jupyter_mcp: progress dropped", exc_info=True)
+
+    def _report_later(self) -> None:
+        self._deferred = None
+        if not self.done:
+            self._report()
 
     def answer(self) -> dict[str, Any]:
         """The run as tools answer it: id, status and each cell's outputs so far."""

@@ -300,7 +300,7 @@ async def test_progress_tells_elapsed_time_and_the_last_line(
     notebook(
         jp_root_dir,
         "p.ipynb",
-        "import time\nfor i in range(3):\n    print('step', i, flush=True)\n    time.sleep(0.8)",
+        "import time\nfor i in range(3):\n    print('step', i, flush=True)\n    time.sleep(1.2)",
         "print('done')",
     )
     updates: list[tuple[float, float | None, str | None]] = []
