@@ -227,13 +227,8 @@ class Execution:
                 self.status = self.stop_reason or "ok"
         except asyncio.CancelledError:
             # Only stop() cancels the task: before it reached the kernel, or the kernel
-            # ignored the interrupt.
+            # ignored the interrupt (stop() said so).
             self.status = self.stop_reason or "interrupted"
-            if self._in_kernel:
-                self.error = self.error or (
-                    "The kernel did not stop when interrupted; it may still be running the "
-                    "cell (restart it with kernel_action to free it)"
-                )
         except ToolError as e:
             self.status, self.error = "error", str(e)
         except Exception as e:  # a bug or a broken kernel connection: said, not raised
@@ -369,6 +364,10 @@ class Execution:
             self.log.warning("jupyter_mcp: could not interrupt kernel %s: %s", self.kernel, e)
         done, _ = await asyncio.wait({task}, timeout=INTERRUPT_GRACE)
         if not done:
+            self.error = self.error or (
+                f"The kernel did not stop within {INTERRUPT_GRACE:g} s of the interrupt; it "
+                "may still be running the cell (restart it with kernel_action to free it)"
+            )
             task.cancel()
             await asyncio.wait({task}, timeout=INTERRUPT_GRACE)
 

@@ -21,6 +21,7 @@ from jupyter_mcp.core.context import ToolContext, progress_reporter
 from jupyter_mcp.core.errors import ToolError
 from jupyter_mcp.core.registry import WithImages
 from jupyter_mcp.documents.notebook_file import FileNotebooks
+from jupyter_mcp.kernels import runner
 from jupyter_mcp.kernels.sessions import find_notebook_kernel
 from jupyter_mcp.services import build_services
 from jupyter_mcp.tools.kernels import (
@@ -271,6 +272,25 @@ async def test_a_timeout_interrupts_the_kernel_and_answers_what_ran(
     # The kernel is free again and kept its state.
     again = await run(ctx, "slow.ipynb", cellIds=["c2"])
     assert again["status"] == "ok" and again["cells"][0]["executionCount"] == 3
+
+
+async def test_a_kernel_that_ignores_the_interrupt_is_left_and_said_to_be_busy(
+    ctx: ToolContext, jp_root_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(runner, "INTERRUPT_GRACE", 1.0)
+    notebook(
+        jp_root_dir,
+        "deaf.ipynb",
+        "import signal, time\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\n"
+        "print('deaf', flush=True)\ntime.sleep(30)",
+    )
+    started = time.monotonic()
+    answer = await run(ctx, "deaf.ipynb", timeoutMs=1000)
+    assert time.monotonic() - started < 20
+    assert answer["status"] == "timeout" and answer["cells"][0]["status"] == "timeout"
+    assert answer["cells"][0]["outputs"][0]["text"] == "deaf\n"
+    assert "did not stop within 1 s of the interrupt" in answer["error"]
+    await kernel_action(ctx, "restart", "deaf.ipynb")  # frees it for the clean-up
 
 
 async def test_background_runs_are_followed_by_id(ctx: ToolContext, jp_root_dir: Path) -> None:
