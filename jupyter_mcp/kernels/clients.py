@@ -89,10 +89,12 @@ class KernelClients:
             client.start_channels()
             try:
                 await client.wait_for_ready(timeout=READY_TIMEOUT)
-            except Exception as e:
+            except BaseException as e:  # a cancelled wait leaves no channels open either
                 with contextlib.suppress(Exception):
                     client.stop_channels()
-                raise ToolError(f"The kernel {kernel_id} does not answer: {e}") from e
+                if isinstance(e, Exception):
+                    raise ToolError(f"The kernel {kernel_id} does not answer: {e}") from e
+                raise
             kept = KernelClient(kernel_id, client, manager, _pid(manager))
             self._clients[kernel_id] = kept
             return kept

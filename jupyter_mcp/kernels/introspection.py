@@ -224,19 +224,21 @@ async def completions(
 
 
 async def execution_count(clients: KernelClients, kernel_id: str) -> int | None:
-    """The kernel's execution count (a silent empty request answers it), or None when busy."""
-    try:
+    """The kernel's execution count (a silent empty request answers it), or None when it does
+    not answer within 2 s (busy: a kernel answers only between cells, ``kernel_info`` too)."""
+
+    async def ask() -> dict[str, Any]:
         async with clients.use(kernel_id, wait=0.5) as kept:
-            reply = await asyncio.wait_for(
-                execute(
-                    kept.client,
-                    "",
-                    on_message=lambda kind, content: None,
-                    is_alive=kept.is_alive,
-                    silent=True,
-                ),
-                2.0,
+            return await execute(
+                kept.client,
+                "",
+                on_message=lambda kind, content: None,
+                is_alive=kept.is_alive,
+                silent=True,
             )
+
+    try:
+        reply = await asyncio.wait_for(ask(), 2.0)
     except (ToolError, TimeoutError, KernelDied):
         return None
     count = reply.get("content", {}).get("execution_count")

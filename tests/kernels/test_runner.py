@@ -22,6 +22,7 @@ from jupyter_mcp.core.errors import ToolError
 from jupyter_mcp.core.registry import WithImages
 from jupyter_mcp.documents.notebook_file import FileNotebooks
 from jupyter_mcp.kernels import runner
+from jupyter_mcp.kernels.execute import connected_client
 from jupyter_mcp.kernels.sessions import find_notebook_kernel
 from jupyter_mcp.services import build_services
 from jupyter_mcp.tools.kernels import (
@@ -543,3 +544,22 @@ async def test_kernel_actions(ctx: ToolContext, jp_serverapp: Any, jp_root_dir: 
     shut = await kernel_action(ctx, "shutdown", "k.ipynb")
     assert shut["state"] == "dead"
     assert await jp_serverapp.session_manager.list_sessions() == []
+
+
+async def test_listing_does_not_wait_for_a_kernel_busy_with_someone_elses_cell(
+    ctx: ToolContext, jp_serverapp: Any
+) -> None:
+    manager = jp_serverapp.kernel_manager
+    kernel_id = await manager.start_kernel()
+    try:
+        # Given a kernel running a long cell for another client (the user's window, say)
+        async with connected_client(manager, kernel_id) as other:
+            other.execute("import time; time.sleep(20)")
+            await asyncio.sleep(0.5)
+            started = time.monotonic()
+            listed = await kernel_action(ctx, "list")
+            # Then the list answers at once, without a count for that kernel
+            assert time.monotonic() - started < 10
+            assert [(k["kernelId"], k["executionCount"]) for k in listed] == [(kernel_id, None)]
+    finally:
+        await manager.shutdown_kernel(kernel_id, now=True)
