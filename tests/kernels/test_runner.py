@@ -21,7 +21,7 @@ from jupyter_mcp.core.context import ToolContext, progress_reporter
 from jupyter_mcp.core.errors import ToolError
 from jupyter_mcp.core.registry import WithImages
 from jupyter_mcp.documents.notebook_file import FileNotebooks
-from jupyter_mcp.kernels import runner
+from jupyter_mcp.kernels import introspection, runner
 from jupyter_mcp.kernels.execute import connected_client
 from jupyter_mcp.kernels.sessions import find_notebook_kernel
 from jupyter_mcp.services import build_services
@@ -563,3 +563,24 @@ async def test_listing_does_not_wait_for_a_kernel_busy_with_someone_elses_cell(
             assert [(k["kernelId"], k["executionCount"]) for k in listed] == [(kernel_id, None)]
     finally:
         await manager.shutdown_kernel(kernel_id, now=True)
+
+
+async def test_questions_to_a_kernel_busy_with_someone_elses_cell_say_it_is_busy(
+    ctx: ToolContext, jp_serverapp: Any, jp_root_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(introspection, "ANSWER_TIMEOUT", 2.0)
+    notebook(jp_root_dir, "busy.ipynb", "x = 1")
+    kernel = await kernel_action(ctx, "start", "busy.ipynb")
+    manager = jp_serverapp.kernel_manager
+    async with connected_client(manager, kernel["kernelId"]) as other:
+        other.execute("import time; time.sleep(20)")
+        await asyncio.sleep(0.5)
+        started = time.monotonic()
+        with pytest.raises(ToolError, match="busy.ipynb did not answer within 2 s: it is busy"):
+            await get_kernel_variables(ctx, pathInProject="busy.ipynb")
+        with pytest.raises(ToolError, match="it is busy"):
+            await get_kernel_completions(
+                ctx, pathInProject="busy.ipynb", index=0, line=0, character=1
+            )
+        assert time.monotonic() - started < 15
+        await kernel_action(ctx, "interrupt", "busy.ipynb")
