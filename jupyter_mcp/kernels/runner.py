@@ -58,6 +58,8 @@ MAX_IMAGES = 10
 PROGRESS_TICK = 1.0
 #: Seconds between two progress notifications caused by output.
 PROGRESS_MIN_GAP = 0.2
+#: Seconds between two looks at a kernel busy with another client's cell.
+KERNEL_POLL = 0.05
 
 _OUTPUT_KINDS = frozenset({"stream", "display_data", "execute_result", "error"})
 
@@ -198,6 +200,8 @@ class Execution:
     _stopper: asyncio.Task[None] | None = None
     #: True while a request of this execution is in the kernel (an interrupt would reach it).
     _in_kernel: bool = False
+    #: True while the run waits for the kernel: for its client, or for another client's cell.
+    _waiting: bool = False
 
     @property
     def done(self) -> bool:
@@ -219,7 +223,10 @@ class Execution:
     async def _run(self) -> None:
         ticker = asyncio.get_running_loop().create_task(self._tick())
         try:
+            # Connecting waits as well when the kernel is busy: it answers only between cells.
+            self._waiting = True
             async with self.clients.use(self.kernel.kernel_id) as kept:
+                self._waiting = False
                 for step in self.steps:
                     if self.stop_reason is not None or not await self._run_step(kept, step):
                         break
@@ -283,6 +290,7 @@ class Execution:
                 self._last_line = _last_line(output) or self._last_line
                 self._report()
 
+            await self._wait_until_free(kept)
             self._in_kernel = True
             try:
                 reply = await execute(
@@ -328,6 +336,19 @@ class Execution:
                 with contextlib.suppress(Exception):
                     await self._tell("run_finished", step.cell_id, run.execution_count)
 
+    async def _wait_until_free(self, kept: KernelClient) -> None:
+        """Wait while the kernel runs another client's cell (the user's, say).
+
+        A request sent now would queue behind it, and an interrupt (a timeout, a cancelled
+        call) would then stop that cell, not ours; waiting first keeps the other's work safe.
+        """
+        self._waiting = True
+        try:
+            while await kept.busy_elsewhere():
+                await asyncio.sleep(KERNEL_POLL)
+        finally:
+            self._waiting = False
+
     async def _tell(self, what: str, cell_id: str | None, *args: Any) -> None:
         """Report a step to the notebook document; a failure there does not stop the run."""
         if self.document is None or cell_id is None:
@@ -354,7 +375,13 @@ class Execution:
         if self.stop_reason is None:
             self.stop_reason = reason
         if not self._in_kernel:
-            # Still waiting for the kernel (another run has it): nothing of ours to interrupt.
+            # Still waiting for the kernel (another call's run, or another client's cell):
+            # nothing of ours is in it to interrupt.
+            if self._waiting:
+                self.error = self.error or (
+                    "The kernel was busy (running another client's cell, or another run) until "
+                    f"this run stopped ({reason}); the cell was not sent to it"
+                )
             task.cancel()
             await asyncio.wait({task}, timeout=INTERRUPT_GRACE)
             return

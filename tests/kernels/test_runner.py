@@ -584,3 +584,39 @@ async def test_questions_to_a_kernel_busy_with_someone_elses_cell_say_it_is_busy
             )
         assert time.monotonic() - started < 15
         await kernel_action(ctx, "interrupt", "busy.ipynb")
+
+
+async def test_a_run_waits_for_another_clients_cell_and_never_interrupts_it(
+    ctx: ToolContext, jp_serverapp: Any, jp_root_dir: Path
+) -> None:
+    notebook(jp_root_dir, "shared-kernel.ipynb", "print('agent', flush=True)")
+    kernel = await kernel_action(ctx, "start", "shared-kernel.ipynb")
+    manager = jp_serverapp.kernel_manager
+    async with connected_client(manager, kernel["kernelId"]) as user:
+        # Given the user's cell running in the notebook's kernel
+        user_cell = user.execute("import time; time.sleep(4); print('user done')")
+        await asyncio.sleep(0.5)
+        # When the agent's run reaches its timeout while it waits
+        stopped = await run(ctx, "shared-kernel.ipynb", timeoutMs=1500)
+        # Then nothing of it was sent, and the user's cell was left to finish
+        assert stopped["status"] == "timeout"
+        assert "busy (running another client's cell" in stopped["error"]
+        assert stopped["cells"] == [] and stopped["notRun"] == ["c0"]
+        texts: list[str] = []
+        while True:
+            msg = await user.get_iopub_msg(timeout=30)
+            if msg["parent_header"].get("msg_id") != user_cell:
+                continue
+            if msg["msg_type"] == "stream":
+                texts.append(msg["content"]["text"])
+            if msg["msg_type"] == "error":
+                texts.append(msg["content"]["ename"])
+            if msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
+                break
+        assert texts == ["user done\n"]
+        # And a run that has time waits for the user's cell, then runs
+        user.execute("time.sleep(2)")
+        await asyncio.sleep(0.5)
+        waited = await run(ctx, "shared-kernel.ipynb", timeoutMs=60_000)
+        assert waited["status"] == "ok"
+        assert waited["cells"][0]["outputs"][0]["text"] == "agent\n"
