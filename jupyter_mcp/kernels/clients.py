@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import queue
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -43,6 +44,25 @@ class KernelClient:
     #: The kernel process the client was connected to.
     pid: Any
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+
+    #: The kernel's state as the status messages this client has read say; a new client's
+    #: kernel has just answered ``kernel_info``, which it does only between cells.
+    state: str = "idle"
+
+    async def busy_elsewhere(self) -> bool:
+        """Whether the kernel is running another client's request (the user's cell, say).
+
+        Reads the status messages that came in since this client last listened. The
+        server's own ``execution_state`` would do, but it is not reset when a kernel dies
+        while busy and comes back.
+        """
+        while True:
+            try:
+                msg = await self.client.get_iopub_msg(timeout=0)
+            except queue.Empty:
+                return self.state == "busy"
+            if msg.get("msg_type") == "status":
+                self.state = msg.get("content", {}).get("execution_state", self.state)
 
     async def is_alive(self) -> bool:
         """Whether the kernel this client talks to still runs (a restarted one does not)."""
@@ -89,10 +109,12 @@ class KernelClients:
             client.start_channels()
             try:
                 await client.wait_for_ready(timeout=READY_TIMEOUT)
-            except Exception as e:
+            except BaseException as e:  # a cancelled wait leaves no channels open either
                 with contextlib.suppress(Exception):
                     client.stop_channels()
-                raise ToolError(f"The kernel {kernel_id} does not answer: {e}") from e
+                if isinstance(e, Exception):
+                    raise ToolError(f"The kernel {kernel_id} does not answer: {e}") from e
+                raise
             kept = KernelClient(kernel_id, client, manager, _pid(manager))
             self._clients[kernel_id] = kept
             return kept

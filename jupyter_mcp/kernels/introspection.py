@@ -23,7 +23,7 @@ from .outputs import readable_text
 #: Seconds to wait for another call's use of the kernel to end before answering "busy".
 CLIENT_WAIT = 5.0
 #: Seconds a kernel has to answer a question (it answers after the cell it is running).
-ANSWER_TIMEOUT = 10.0
+ANSWER_TIMEOUT = 20.0
 #: Variables one answer lists at most (sorted by name).
 MAX_VARIABLES = 2000
 #: Matches one completion answer lists at most.
@@ -95,29 +95,31 @@ async def variables(
     clients: KernelClients, kernel_id: str, shown: str, names: list[str] | None
 ) -> list[dict[str, Any]]:
     """The variables of the kernel (see the module docstring), sorted by name."""
-    async with clients.use(kernel_id, wait=CLIENT_WAIT) as kept:
-        language = _language(kept.manager)
-        if language and language != "python":
-            raise ToolError(
-                f"Variables are read from Python kernels; the kernel of {shown} runs {language}"
+
+    async def ask() -> dict[str, Any]:
+        async with clients.use(kernel_id, wait=CLIENT_WAIT) as kept:
+            language = _language(kept.manager)
+            if language and language != "python":
+                raise ToolError(
+                    f"Variables are read from Python kernels; the kernel of {shown} runs {language}"
+                )
+            return await execute(
+                kept.client,
+                "",
+                on_message=lambda kind, content: None,
+                is_alive=kept.is_alive,
+                user_expressions={"v": _variables_expression(names)},
+                silent=True,
             )
-        try:
-            reply = await asyncio.wait_for(
-                execute(
-                    kept.client,
-                    "",
-                    on_message=lambda kind, content: None,
-                    is_alive=kept.is_alive,
-                    user_expressions={"v": _variables_expression(names)},
-                    silent=True,
-                ),
-                ANSWER_TIMEOUT,
-            )
-        except TimeoutError:
-            raise _busy(shown) from None
-        except KernelDied:
-            clients.drop(kernel_id)
-            raise ToolError(f"The kernel of {shown} died") from None
+
+    try:
+        # Connecting counts too: a kernel answers kernel_info only between cells.
+        reply = await asyncio.wait_for(ask(), ANSWER_TIMEOUT)
+    except TimeoutError:
+        raise _busy(shown) from None
+    except KernelDied:
+        clients.drop(kernel_id)
+        raise ToolError(f"The kernel of {shown} died") from None
     result = reply.get("content", {}).get("user_expressions", {}).get("v", {})
     if result.get("status") != "ok":
         why = f"{result.get('ename', 'error')}: {result.get('evalue', '')}"
@@ -195,13 +197,19 @@ async def completions(
     ``inspect``, the kernel's inspection of the name at the cursor comes too.
     """
     offset, line_start = cursor_offset(source, line, character, where)
-    async with clients.use(kernel_id, wait=CLIENT_WAIT) as kept:
-        content = await _ask(kept, shown, lambda c: c.complete(source, offset))
-        inspected = (
-            await _ask(kept, shown, lambda c: c.inspect(source, offset, detail_level=0))
-            if inspect
-            else None
-        )
+
+    async def ask() -> tuple[dict[str, Any], dict[str, Any] | None]:
+        async with clients.use(kernel_id, wait=CLIENT_WAIT) as kept:
+            completed = await _ask(kept, shown, lambda c: c.complete(source, offset))
+            if not inspect:
+                return completed, None
+            found = await _ask(kept, shown, lambda c: c.inspect(source, offset, detail_level=0))
+            return completed, found
+
+    try:
+        content, inspected = await asyncio.wait_for(ask(), 2 * ANSWER_TIMEOUT)
+    except TimeoutError:
+        raise _busy(shown) from None
     if content.get("status") != "ok":
         raise ToolError(f"The kernel of {shown} could not complete: {content.get('evalue', '')}")
     matches = list(content.get("matches") or [])
@@ -224,19 +232,21 @@ async def completions(
 
 
 async def execution_count(clients: KernelClients, kernel_id: str) -> int | None:
-    """The kernel's execution count (a silent empty request answers it), or None when busy."""
-    try:
+    """The kernel's execution count (a silent empty request answers it), or None when it does
+    not answer within 2 s (busy: a kernel answers only between cells, ``kernel_info`` too)."""
+
+    async def ask() -> dict[str, Any]:
         async with clients.use(kernel_id, wait=0.5) as kept:
-            reply = await asyncio.wait_for(
-                execute(
-                    kept.client,
-                    "",
-                    on_message=lambda kind, content: None,
-                    is_alive=kept.is_alive,
-                    silent=True,
-                ),
-                2.0,
+            return await execute(
+                kept.client,
+                "",
+                on_message=lambda kind, content: None,
+                is_alive=kept.is_alive,
+                silent=True,
             )
+
+    try:
+        reply = await asyncio.wait_for(ask(), 2.0)
     except (ToolError, TimeoutError, KernelDied):
         return None
     count = reply.get("content", {}).get("execution_count")

@@ -58,6 +58,8 @@ MAX_IMAGES = 10
 PROGRESS_TICK = 1.0
 #: Seconds between two progress notifications caused by output.
 PROGRESS_MIN_GAP = 0.2
+#: Seconds between two looks at a kernel busy with another client's cell.
+KERNEL_POLL = 0.05
 
 _OUTPUT_KINDS = frozenset({"stream", "display_data", "execute_result", "error"})
 
@@ -190,11 +192,16 @@ class Execution:
     reporter: Reporter | None = None
     _last_line: str | None = None
     _last_report: float = 0.0
+    _last_progress: float = 0.0
+    _reported: bool = False
+    _deferred: asyncio.TimerHandle | None = None
     _cell_started: float = field(default_factory=time.monotonic)
     _timer: asyncio.TimerHandle | None = None
     _stopper: asyncio.Task[None] | None = None
     #: True while a request of this execution is in the kernel (an interrupt would reach it).
     _in_kernel: bool = False
+    #: True while the run waits for the kernel: for its client, or for another client's cell.
+    _waiting: bool = False
 
     @property
     def done(self) -> bool:
@@ -216,7 +223,10 @@ class Execution:
     async def _run(self) -> None:
         ticker = asyncio.get_running_loop().create_task(self._tick())
         try:
+            # Connecting waits as well when the kernel is busy: it answers only between cells.
+            self._waiting = True
             async with self.clients.use(self.kernel.kernel_id) as kept:
+                self._waiting = False
                 for step in self.steps:
                     if self.stop_reason is not None or not await self._run_step(kept, step):
                         break
@@ -224,13 +234,8 @@ class Execution:
                 self.status = self.stop_reason or "ok"
         except asyncio.CancelledError:
             # Only stop() cancels the task: before it reached the kernel, or the kernel
-            # ignored the interrupt.
+            # ignored the interrupt (stop() said so).
             self.status = self.stop_reason or "interrupted"
-            if self._in_kernel:
-                self.error = self.error or (
-                    "The kernel did not stop when interrupted; it may still be running the "
-                    "cell (restart it with kernel_action to free it)"
-                )
         except ToolError as e:
             self.status, self.error = "error", str(e)
         except Exception as e:  # a bug or a broken kernel connection: said, not raised
@@ -285,6 +290,7 @@ class Execution:
                 self._last_line = _last_line(output) or self._last_line
                 self._report()
 
+            await self._wait_until_free(kept)
             self._in_kernel = True
             try:
                 reply = await execute(
@@ -330,6 +336,19 @@ class Execution:
                 with contextlib.suppress(Exception):
                     await self._tell("run_finished", step.cell_id, run.execution_count)
 
+    async def _wait_until_free(self, kept: KernelClient) -> None:
+        """Wait while the kernel runs another client's cell (the user's, say).
+
+        A request sent now would queue behind it, and an interrupt (a timeout, a cancelled
+        call) would then stop that cell, not ours; waiting first keeps the other's work safe.
+        """
+        self._waiting = True
+        try:
+            while await kept.busy_elsewhere():
+                await asyncio.sleep(KERNEL_POLL)
+        finally:
+            self._waiting = False
+
     async def _tell(self, what: str, cell_id: str | None, *args: Any) -> None:
         """Report a step to the notebook document; a failure there does not stop the run."""
         if self.document is None or cell_id is None:
@@ -356,7 +375,13 @@ class Execution:
         if self.stop_reason is None:
             self.stop_reason = reason
         if not self._in_kernel:
-            # Still waiting for the kernel (another run has it): nothing of ours to interrupt.
+            # Still waiting for the kernel (another call's run, or another client's cell):
+            # nothing of ours is in it to interrupt.
+            if self._waiting:
+                self.error = self.error or (
+                    "The kernel was busy (running another client's cell, or another run) until "
+                    f"this run stopped ({reason}); the cell was not sent to it"
+                )
             task.cancel()
             await asyncio.wait({task}, timeout=INTERRUPT_GRACE)
             return
@@ -366,6 +391,10 @@ class Execution:
             self.log.warning("jupyter_mcp: could not interrupt kernel %s: %s", self.kernel, e)
         done, _ = await asyncio.wait({task}, timeout=INTERRUPT_GRACE)
         if not done:
+            self.error = self.error or (
+                f"The kernel did not stop within {INTERRUPT_GRACE:g} s of the interrupt; it "
+                "may still be running the cell (restart it with kernel_action to free it)"
+            )
             task.cancel()
             await asyncio.wait({task}, timeout=INTERRUPT_GRACE)
 
@@ -387,13 +416,23 @@ class Execution:
             return
         now = time.monotonic()
         if not (force or final) and now - self._last_report < PROGRESS_MIN_GAP:
+            # Too soon after the last one: say the latest line a moment later instead.
+            if self._deferred is None:
+                wait = PROGRESS_MIN_GAP - (now - self._last_report)
+                self._deferred = asyncio.get_running_loop().call_later(wait, self._report_later)
             return
+        if self._deferred is not None:
+            self._deferred.cancel()
+            self._deferred = None
         self._last_report = now
         total = len(self.steps)
         done = sum(1 for r in self.runs if r.status != "running")
-        # Strictly increasing within a cell and across cells (the fraction stays below 1).
+        # Cells done plus a fraction that grows with the running cell's time and stays below
+        # 1; never less than the last report (the clock starts again with each cell).
         in_cell = now - self._cell_started
         progress = float(total if final else done + in_cell / (in_cell + 10.0))
+        progress = max(progress, self._last_progress + 1e-6)
+        self._last_progress = progress
         elapsed = time.time() - self.started
         where = f"cell {min(len(self.runs), total)} of {total}" if total > 1 else "running"
         message = f"{where}, {elapsed:.1f} s"
@@ -401,10 +440,20 @@ class Execution:
             message = f"{self.status} after {elapsed:.1f} s"
         if self._last_line:
             message += f": {self._last_line}"
+        if not self._reported:
+            # A client that cancels gets no answer: the first notification names the run, so
+            # get_execution can still tell what it did.
+            message = f"execution {self.id}: {message}"
+            self._reported = True
         try:
             reporter(progress, float(total), message)
         except Exception:  # a lost notification never fails the run
             self.log.debug("jupyter_mcp: progress dropped", exc_info=True)
+
+    def _report_later(self) -> None:
+        self._deferred = None
+        if not self.done:
+            self._report()
 
     def answer(self) -> dict[str, Any]:
         """The run as tools answer it: id, status and each cell's outputs so far."""

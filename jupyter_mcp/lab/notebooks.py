@@ -17,6 +17,7 @@ from ..core.context import ToolContext
 from ..core.errors import ToolError
 from ..core.registry import Image
 from ..documents.cells import find_cell, source_of
+from ..documents.facts import is_notebook
 from ..documents.notebook_document import NotebookDocument
 from ..kernels.outputs import images_of, output_object
 from ..kernels.sessions import find_notebook_kernel
@@ -35,6 +36,26 @@ def focused_notebook(ctx: ToolContext) -> str | None:
     if active is None or active.type != "notebook":
         return None
     return active.path
+
+
+async def notebook_path(ctx: ToolContext, path_in_project: str | None) -> tuple[Path, str]:
+    """The real path of the notebook ``path_in_project`` names (default: the focused one) and
+    how answers name it, for calls that need its kernel but not its cells.
+
+    Raises :class:`ToolError` when none is named or focused, or when the path is outside the
+    project, missing or not a notebook.
+    """
+    if not path_in_project:
+        path_in_project = focused_notebook(ctx)
+        if path_in_project is None:
+            raise ToolError(NO_FOCUSED_NOTEBOOK)
+    path = await asyncio.to_thread(ctx.resolve, path_in_project)
+    shown = ctx.relative(path)
+    if not is_notebook(path):
+        raise ToolError(f"{shown} is not a notebook (.ipynb)")
+    if not await asyncio.to_thread(path.is_file):
+        raise ToolError(f"Notebook not found: {shown}")
+    return path, shown
 
 
 async def open_notebook(ctx: ToolContext, path_in_project: str | None) -> NotebookDocument:

@@ -23,7 +23,7 @@ from ..kernels.runner import (
     select_cells,
 )
 from ..kernels.sessions import notebook_kernel
-from ..lab.notebooks import open_notebook
+from ..lab.notebooks import notebook_path, open_notebook
 
 tools = ToolSet()
 
@@ -166,11 +166,11 @@ async def execute_code_in_kernel(
     timeoutMs: int = DEFAULT_TIMEOUT_MS,
 ) -> WithImages:
     """Run ``code`` in the notebook's kernel and answer its outputs."""
-    document = await open_notebook(ctx, pathInProject)
-    kernel = await notebook_kernel(ctx, document.path)
+    path, shown = await notebook_path(ctx, pathInProject)
+    kernel = await notebook_kernel(ctx, path)
     execution = _executions(ctx).start(
         kernel,
-        document.shown,
+        shown,
         [Step(None, code)],
         document=None,
         timeout_ms=timeoutMs,
@@ -224,8 +224,7 @@ async def kernel_action(
     clients = _executions(ctx).clients
     if action == "list":
         return await control.list_kernels(ctx, clients)
-    document = await open_notebook(ctx, pathInProject)
-    path, shown = document.path, document.shown
+    path, shown = await notebook_path(ctx, pathInProject)
     if action == "start":
         return await control.start(ctx, path, shown, kernelName)
     if action == "restart":
@@ -238,6 +237,7 @@ async def kernel_action(
         raise ToolError("kernel_action change needs kernelName (kernel_action list shows names)")
     answer = await control.change(ctx, clients, path, shown, kernelName)
     metadata = control.kernelspec_metadata(ctx, kernelName)
+    document = await open_notebook(ctx, pathInProject or shown)
 
     def name_kernel(nb: dict[str, Any]) -> None:
         nb.setdefault("metadata", {})["kernelspec"] = metadata
@@ -267,11 +267,9 @@ async def get_kernel_variables(
     ctx: ToolContext, pathInProject: str | None = None, names: list[str] | None = None
 ) -> list[dict[str, Any]]:
     """The variables of the notebook's kernel."""
-    document = await open_notebook(ctx, pathInProject)
-    kernel = await notebook_kernel(ctx, document.path)
-    return await introspection.variables(
-        _executions(ctx).clients, kernel.kernel_id, document.shown, names
-    )
+    path, shown = await notebook_path(ctx, pathInProject)
+    kernel = await notebook_kernel(ctx, path)
+    return await introspection.variables(_executions(ctx).clients, kernel.kernel_id, shown, names)
 
 
 @tools.tool(

@@ -119,10 +119,10 @@ export class LiveNotebooks {
       );
     }
     const code = cell as ISharedCodeCell;
+    if (params.outputs) {
+      showOutputs(code, params.outputs as any[]);
+    }
     shared.transact(() => {
-      if (params.outputs) {
-        code.setOutputs(params.outputs as any[]);
-      }
       if (params.state === 'started') {
         code.execution_count = null;
         code.executionState = 'running';
@@ -218,5 +218,56 @@ function applyOp(shared: ISharedNotebook, op: Op): void {
       cell.execution_count = op.execution_count;
       break;
     }
+  }
+}
+
+/**
+ * A shared code cell that can append to a stream output in place (@jupyter/ydoc's YCodeCell).
+ */
+type IStreamingCodeCell = ISharedCodeCell & {
+  appendStreamOutput?: (index: number, text: string) => void;
+};
+
+/**
+ * Bring a running cell's outputs to `next` with as few changes as possible: identical
+ * leading outputs stay, a stream that grew gets the new text appended, the rest is removed
+ * and then added. Replacing all outputs in one change would not do: JupyterLab applies a
+ * replacement as "add the new, then remove the old", and adding a stream next to a stream
+ * of the same name merges the two, so the old and new text would both be removed.
+ */
+function showOutputs(code: IStreamingCodeCell, next: any[]): void {
+  const old = code.getOutputs() as any[];
+  let same = 0;
+  while (
+    same < old.length &&
+    same < next.length &&
+    JSON.stringify(old[same]) === JSON.stringify(next[same])
+  ) {
+    same++;
+  }
+  if (same === old.length - 1 && same < next.length) {
+    const before = old[same];
+    const after = next[same];
+    const text = (value: any): string =>
+      Array.isArray(value) ? value.join('') : String(value ?? '');
+    if (
+      code.appendStreamOutput !== undefined &&
+      before.output_type === 'stream' &&
+      after.output_type === 'stream' &&
+      before.name === after.name &&
+      text(after.text).startsWith(text(before.text))
+    ) {
+      const grown = text(after.text).slice(text(before.text).length);
+      if (grown) {
+        code.appendStreamOutput(same, grown);
+      }
+      same++;
+    }
+  }
+  if (same < old.length) {
+    code.updateOutputs(same, old.length, []);
+  }
+  if (same < next.length) {
+    code.updateOutputs(same, same, next.slice(same));
   }
 }

@@ -21,6 +21,8 @@ from jupyter_mcp.core.context import ToolContext, progress_reporter
 from jupyter_mcp.core.errors import ToolError
 from jupyter_mcp.core.registry import WithImages
 from jupyter_mcp.documents.notebook_file import FileNotebooks
+from jupyter_mcp.kernels import introspection, runner
+from jupyter_mcp.kernels.execute import connected_client
 from jupyter_mcp.kernels.sessions import find_notebook_kernel
 from jupyter_mcp.services import build_services
 from jupyter_mcp.tools.kernels import (
@@ -273,6 +275,25 @@ async def test_a_timeout_interrupts_the_kernel_and_answers_what_ran(
     assert again["status"] == "ok" and again["cells"][0]["executionCount"] == 3
 
 
+async def test_a_kernel_that_ignores_the_interrupt_is_left_and_said_to_be_busy(
+    ctx: ToolContext, jp_root_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(runner, "INTERRUPT_GRACE", 1.0)
+    notebook(
+        jp_root_dir,
+        "deaf.ipynb",
+        "import signal, time\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\n"
+        "print('deaf', flush=True)\ntime.sleep(30)",
+    )
+    started = time.monotonic()
+    answer = await run(ctx, "deaf.ipynb", timeoutMs=1000)
+    assert time.monotonic() - started < 20
+    assert answer["status"] == "timeout" and answer["cells"][0]["status"] == "timeout"
+    assert answer["cells"][0]["outputs"][0]["text"] == "deaf\n"
+    assert "did not stop within 1 s of the interrupt" in answer["error"]
+    await kernel_action(ctx, "restart", "deaf.ipynb")  # frees it for the clean-up
+
+
 async def test_background_runs_are_followed_by_id(ctx: ToolContext, jp_root_dir: Path) -> None:
     notebook(
         jp_root_dir,
@@ -287,6 +308,11 @@ async def test_background_runs_are_followed_by_id(ctx: ToolContext, jp_root_dir:
     assert answer["cells"][0]["outputs"][0]["text"] == "0\n1\n2\n"
     with pytest.raises(ToolError, match="No execution 'nope'"):
         await get_execution(ctx, "nope")
+    # A background run has its deadline too
+    notebook(jp_root_dir, "bg-slow.ipynb", "import time\ntime.sleep(60)")
+    slow = await run(ctx, "bg-slow.ipynb", background=True, timeoutMs=1500)
+    late = (await get_execution(ctx, slow["executionId"], waitMs=60_000)).value
+    assert late["status"] == "timeout" and late["cells"][0]["status"] == "timeout"
 
 
 async def test_progress_tells_elapsed_time_and_the_last_line(
@@ -295,19 +321,20 @@ async def test_progress_tells_elapsed_time_and_the_last_line(
     notebook(
         jp_root_dir,
         "p.ipynb",
-        "import time\nfor i in range(3):\n    print('step', i, flush=True)\n    time.sleep(0.8)",
+        "import time\nfor i in range(3):\n    print('step', i, flush=True)\n    time.sleep(1.2)",
         "print('done')",
     )
     updates: list[tuple[float, float | None, str | None]] = []
     token = progress_reporter.set(lambda p, t, m: updates.append((p, t, m)))
     try:
-        await run(ctx, "p.ipynb")
+        answer = await run(ctx, "p.ipynb")
     finally:
         progress_reporter.reset(token)
     progress = [u[0] for u in updates]
     assert progress == sorted(progress) and len(set(progress)) == len(progress)
     assert all(u[1] == 2 for u in updates)
     messages = [u[2] or "" for u in updates]
+    assert messages[0].startswith(f"execution {answer['executionId']}: ")
     assert any(m.startswith("cell 1 of 2") and m.endswith(": step 2") for m in messages)
     assert messages[-1].startswith("ok after") and messages[-1].endswith(": done")
 
@@ -517,3 +544,79 @@ async def test_kernel_actions(ctx: ToolContext, jp_serverapp: Any, jp_root_dir: 
     shut = await kernel_action(ctx, "shutdown", "k.ipynb")
     assert shut["state"] == "dead"
     assert await jp_serverapp.session_manager.list_sessions() == []
+
+
+async def test_listing_does_not_wait_for_a_kernel_busy_with_someone_elses_cell(
+    ctx: ToolContext, jp_serverapp: Any
+) -> None:
+    manager = jp_serverapp.kernel_manager
+    kernel_id = await manager.start_kernel()
+    try:
+        # Given a kernel running a long cell for another client (the user's window, say)
+        async with connected_client(manager, kernel_id) as other:
+            other.execute("import time; time.sleep(20)")
+            await asyncio.sleep(0.5)
+            started = time.monotonic()
+            listed = await kernel_action(ctx, "list")
+            # Then the list answers at once, without a count for that kernel
+            assert time.monotonic() - started < 10
+            assert [(k["kernelId"], k["executionCount"]) for k in listed] == [(kernel_id, None)]
+    finally:
+        await manager.shutdown_kernel(kernel_id, now=True)
+
+
+async def test_questions_to_a_kernel_busy_with_someone_elses_cell_say_it_is_busy(
+    ctx: ToolContext, jp_serverapp: Any, jp_root_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(introspection, "ANSWER_TIMEOUT", 2.0)
+    notebook(jp_root_dir, "busy.ipynb", "x = 1")
+    kernel = await kernel_action(ctx, "start", "busy.ipynb")
+    manager = jp_serverapp.kernel_manager
+    async with connected_client(manager, kernel["kernelId"]) as other:
+        other.execute("import time; time.sleep(20)")
+        await asyncio.sleep(0.5)
+        started = time.monotonic()
+        with pytest.raises(ToolError, match="busy.ipynb did not answer within 2 s: it is busy"):
+            await get_kernel_variables(ctx, pathInProject="busy.ipynb")
+        with pytest.raises(ToolError, match="it is busy"):
+            await get_kernel_completions(
+                ctx, pathInProject="busy.ipynb", index=0, line=0, character=1
+            )
+        assert time.monotonic() - started < 15
+        await kernel_action(ctx, "interrupt", "busy.ipynb")
+
+
+async def test_a_run_waits_for_another_clients_cell_and_never_interrupts_it(
+    ctx: ToolContext, jp_serverapp: Any, jp_root_dir: Path
+) -> None:
+    notebook(jp_root_dir, "shared-kernel.ipynb", "print('agent', flush=True)")
+    kernel = await kernel_action(ctx, "start", "shared-kernel.ipynb")
+    manager = jp_serverapp.kernel_manager
+    async with connected_client(manager, kernel["kernelId"]) as user:
+        # Given the user's cell running in the notebook's kernel
+        user_cell = user.execute("import time; time.sleep(4); print('user done')")
+        await asyncio.sleep(0.5)
+        # When the agent's run reaches its timeout while it waits
+        stopped = await run(ctx, "shared-kernel.ipynb", timeoutMs=1500)
+        # Then nothing of it was sent, and the user's cell was left to finish
+        assert stopped["status"] == "timeout"
+        assert "busy (running another client's cell" in stopped["error"]
+        assert stopped["cells"] == [] and stopped["notRun"] == ["c0"]
+        texts: list[str] = []
+        while True:
+            msg = await user.get_iopub_msg(timeout=30)
+            if msg["parent_header"].get("msg_id") != user_cell:
+                continue
+            if msg["msg_type"] == "stream":
+                texts.append(msg["content"]["text"])
+            if msg["msg_type"] == "error":
+                texts.append(msg["content"]["ename"])
+            if msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
+                break
+        assert texts == ["user done\n"]
+        # And a run that has time waits for the user's cell, then runs
+        user.execute("time.sleep(2)")
+        await asyncio.sleep(0.5)
+        waited = await run(ctx, "shared-kernel.ipynb", timeoutMs=60_000)
+        assert waited["status"] == "ok"
+        assert waited["cells"][0]["outputs"][0]["text"] == "agent\n"

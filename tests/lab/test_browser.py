@@ -433,6 +433,41 @@ def test_an_edit_of_a_cell_the_user_just_typed_into_is_refused(lab: Lab, page: A
     assert cell_sources(page) == ["x = 1 + 1"]
 
 
+def test_the_user_sees_an_agent_run_as_it_happens(lab: Lab, page: Any) -> None:
+    path = write_notebook(
+        lab,
+        "live/run.ipynb",
+        [("code", "import time\nprint('first', flush=True)\ntime.sleep(4)\nprint('second')")],
+    )
+    before = path.read_bytes()
+    open_in_editor(lab, page, "live/run.ipynb")
+
+    def window_kernels() -> list[str]:
+        kernels = lab.ok("kernel_action", action="list")
+        return [k["kernelId"] for k in kernels if "live/run.ipynb" in k["notebooks"]]
+
+    users = wait_for(window_kernels, timeout=60, what="the window's kernel")
+    prompt = page.locator(".jp-NotebookPanel:visible .jp-CodeCell .jp-InputPrompt").first
+    output = page.locator(".jp-NotebookPanel:visible .jp-CodeCell .jp-OutputArea").first
+    with ThreadPoolExecutor(1) as pool:
+        # While the agent's call is still running, the cell shows [*] and then its first line
+        call = pool.submit(lab.call, "execute_notebook_cells", pathInProject="live/run.ipynb")
+        wait_for(lambda: "[*]" in prompt.inner_text(), timeout=60, what="[*] in the cell")
+        wait_for(lambda: "first" in output.inner_text(), timeout=30, what="the first output")
+        assert not call.done() and "second" not in output.inner_text()
+        answer = call.result(timeout=60)
+    assert answer["error"] is None, answer["error"]
+    cell = answer["status"]["cells"][0]
+    assert cell["status"] == "ok" and [o["text"] for o in cell["outputs"]] == ["first\nsecond\n"]
+    # Then the count and the whole output, in the open notebook the user saves when they like
+    count = cell["executionCount"]
+    wait_for(lambda: f"[{count}]" in prompt.inner_text(), what="the execution count")
+    wait_for(lambda: "first\nsecond" in output.inner_text(), what="the whole output")
+    assert path.read_bytes() == before
+    # It ran in the kernel the window uses, the one the user's cells run in
+    assert window_kernels() == users
+
+
 # -- actions and approvals -------------------------------------------------------------------
 
 

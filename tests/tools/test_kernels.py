@@ -1,7 +1,8 @@
 """The execution and kernel tools over standard MCP (official SDK client), on a real server.
 
-Notebooks here are closed (no JupyterLab window), so runs stream into the notebook file; the
-open-window path is the browser test's.
+No JupyterLab window has the notebooks open (that path is the browser test's), so runs stream
+into the notebook file; the module runs a second time with jupyter-collaboration enabled,
+where they stream into the server's shared document, which saves the file shortly after.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import anyio
 import httpx2
 import nbformat
 import pytest
+from conftest import collaboration_installed, server_config
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
@@ -27,6 +29,45 @@ PNG = base64.b64encode(
         "1f15c4890000000d49444154789c6360f80f000001010000050dfa5c0000000049454e44ae426082"
     )
 ).decode()
+
+
+@pytest.fixture(
+    params=[
+        "file",
+        pytest.param(
+            "collaboration",
+            marks=pytest.mark.skipif(
+                not collaboration_installed(), reason="jupyter-collaboration is not installed"
+            ),
+        ),
+    ]
+)
+def collaboration(request: pytest.FixtureRequest) -> bool:
+    """Whether this run has jupyter-collaboration enabled."""
+    return bool(request.param == "collaboration")
+
+
+@pytest.fixture
+def jp_server_config(collaboration: bool, tmp_path: Path) -> dict[str, Any]:
+    store = tmp_path / "collaboration"
+    store.mkdir()
+    return server_config(collaboration=collaboration, store=store)
+
+
+async def on_disk(path: Path, check: Any, timeout: float = 20.0) -> Any:
+    """The notebook file once ``check(notebook)`` holds (a shared document saves it shortly
+    after each change; a file-backed one has it at once)."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while True:
+        try:
+            nb = nbformat.read(path, as_version=4)
+            if check(nb):
+                return nb
+        except Exception:  # caught mid-save
+            pass
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError(f"{path.name} never reached the state wanted")
+        await asyncio.sleep(0.05)
 
 
 @pytest.fixture
@@ -132,7 +173,7 @@ async def test_an_agent_fixes_a_failing_cell_runs_it_and_those_below_and_looks_a
                 "shape": [5, 2],
             }
         ]
-    saved = nbformat.read(path, as_version=4)
+    saved = await on_disk(path, lambda nb: nb.cells[3].execution_count == 5)
     assert [c.execution_count for c in saved.cells] == [1, 2, 4, 5]
     assert saved.cells[2].outputs == []
     assert saved.cells[3].outputs[0]["text"] == "total 30\n"
@@ -167,14 +208,11 @@ async def test_progress_then_cancelling_interrupts_the_kernel_and_keeps_what_ran
             await asyncio.wait_for(seen_ticks.wait(), 60)
             tg.cancel_scope.cancel()
         # The kernel was interrupted: it answers at once, and the file shows the interrupt.
-        for _ in range(200):
-            cell = nbformat.read(path, as_version=4).cells[0]
-            if cell.execution_count is not None:
-                break
-            await asyncio.sleep(0.1)
+        saved = await on_disk(path, lambda nb: nb.cells[0].execution_count is not None)
+        cell = saved.cells[0]
         assert cell.outputs[-1]["ename"] == "KeyboardInterrupt"
         assert cell.outputs[0]["text"].startswith("tick 0\ntick 1\n")
-        assert nbformat.read(path, as_version=4).cells[1].outputs == []
+        assert saved.cells[1].outputs == []
         quick = await _call(
             client, "execute_code_in_kernel", pathInProject="long.ipynb", code="i", timeoutMs=20000
         )
@@ -222,7 +260,7 @@ async def test_two_agents_running_two_notebooks_at_once_never_cross(
     for name, answer in zip(("a", "b"), answers, strict=True):
         assert answer["status"] == "ok"
         assert answer["cells"][1]["outputs"][0]["text"] == f"{name}\n"
-        saved = nbformat.read(paths[name], as_version=4)
+        saved = await on_disk(paths[name], lambda nb: nb.cells[1].execution_count is not None)
         assert saved.cells[0].outputs[0]["text"] == "".join(f"{name} {i}\n" for i in range(5))
         assert saved.cells[1].outputs[0]["text"] == f"{name}\n"
 
