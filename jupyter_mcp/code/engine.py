@@ -33,6 +33,7 @@ from jedi.api.exceptions import RefactoringError
 from jedi.file_io import KnownContentFileIO
 from jedi.inference import references as jedi_references
 from jedi.inference.imports import load_module_from_path
+from jedi.inference.sys_path import transform_path_to_dotted
 from parso.python.tree import Name as TreeName
 from parso.tree import search_ancestor
 
@@ -40,6 +41,7 @@ from ..core.errors import ToolError
 from ..core.paths import is_inside, relative_path
 from ..documents.facts import NOTEBOOK_SUFFIX, is_notebook
 from ..documents.notebook_view import is_magic_line
+from .roots import config_files, import_roots
 
 PYTHON_SUFFIXES = (".py", ".pyi")
 #: Where a notebook's text view lives for jedi: next to the notebook, under a ``.py`` name.
@@ -224,6 +226,9 @@ class Engine:
 
     def __init__(self, root: Path, *, environment_path: str | None = None) -> None:
         self.root = root
+        self._environment_path = environment_path
+        self._config_stamps = _stamps(config_files(root))
+        self.roots = import_roots(root)
         self.project = self._project(environment_path)
         self.index = Index(on_python_changed=self._keep_parse_fresh)
         self._references_cache: dict[tuple[Path, int, int], tuple[int, str, list[Reference]]] = {}
@@ -232,22 +237,50 @@ class Engine:
     def _project(self, environment_path: str | None) -> jedi.Project:
         """The project with the kernel's interpreter, or this one when that cannot be used."""
         if environment_path is not None:
-            project = jedi.Project(
-                self.root,
-                environment_path=environment_path,
-                added_sys_path=[str(self.root)],
-                smart_sys_path=True,
-            )
             try:
-                project.get_environment()._get_subprocess()  # start it now to know it works
-                return project
+                return self._project_with(environment_path)
             except Exception as e:
                 print(
                     f"jupyter_mcp: analysing with {sys.executable} instead of the kernel's "
                     f"{environment_path} ({type(e).__name__}: {e})",
                     file=sys.stderr,
                 )
-        return jedi.Project(self.root, added_sys_path=[str(self.root)], smart_sys_path=True)
+        return self._project_with(None)
+
+    def _project_with(self, environment_path: str | None) -> jedi.Project:
+        """A project whose ``sys.path`` starts with the project's import roots.
+
+        jedi would put the folders of a ``src/`` layout after site-packages (as parents of the
+        file being analysed), so a copy of the package installed there answered the project's
+        own imports: a use in ``exceptions.py`` of ``from .utils import f`` then led to the
+        installed ``utils.f`` and was no reference of the project's ``f``.
+        """
+        probe = jedi.Project(self.root, environment_path=environment_path)
+        environment = probe.get_environment()
+        if environment_path is not None:
+            environment._get_subprocess()  # start it now to know it works
+        roots = [str(p) for p in self.roots]
+        base = [p for p in environment.get_sys_path() if p and p not in roots]
+        project = jedi.Project(
+            self.root,
+            environment_path=environment_path,
+            sys_path=[*roots, *base],
+            smart_sys_path=True,
+        )
+        project._environment = environment  # one interpreter process, not two
+        return project
+
+    def refresh_roots(self) -> None:
+        """Read the import roots again when a project file that declares them changed."""
+        stamps = _stamps(config_files(self.root))
+        if stamps == self._config_stamps:
+            return
+        self._config_stamps = stamps
+        roots = import_roots(self.root)
+        if roots != self.roots:
+            self.roots = roots
+            self.project = self._project(self._environment_path)
+            self._references_cache.clear()
 
     def script(self, source: Source) -> jedi.Script:
         """A jedi Script over ``source`` in the shared project."""
@@ -269,6 +302,7 @@ class Engine:
             inference_state: Any, module_contexts: Any, name: str, limit_reduction: int = 1
         ) -> Iterator[Any]:
             except_ = set(own)
+            sys_path = inference_state.get_sys_path(add_parent_paths=False)
             for module_context in module_contexts:
                 if module_context.is_compiled():
                     continue
@@ -294,7 +328,15 @@ class Engine:
                     except OSError:
                         continue
                     file_io = KnownContentFileIO(path, raw.decode("utf-8", errors="replace"))
-                    module = load_module_from_path(inference_state, file_io)
+                    # The name jedi gives the file being analysed (the import roots first): a
+                    # module reached here and by an import is then one module, not two.
+                    names, is_package = transform_path_to_dotted(sys_path, path)
+                    if names is None:
+                        module = load_module_from_path(inference_state, file_io)
+                    else:
+                        module = load_module_from_path(
+                            inference_state, file_io, import_names=names, is_package=is_package
+                        )
                 if not module.is_compiled():
                     yield module.as_context()
 
@@ -586,6 +628,17 @@ def _is_alias_name(tree_name: Any) -> bool:
         and len(parent.children) == 3
         and parent.children[-1] is tree_name
     )
+
+
+def _stamps(paths: list[Path]) -> dict[Path, tuple[int, int]]:
+    found = {}
+    for path in paths:
+        try:
+            st = path.stat()
+        except OSError:
+            continue
+        found[path] = (st.st_mtime_ns, st.st_size)
+    return found
 
 
 def _module_name(notebook: Path) -> str:
