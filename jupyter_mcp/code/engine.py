@@ -41,6 +41,7 @@ from ..core.errors import ToolError
 from ..core.paths import is_inside, relative_path
 from ..documents.facts import NOTEBOOK_SUFFIX, is_notebook
 from ..documents.notebook_view import is_magic_line
+from .guard import Resolver, Use, carriers, scan_file, uses
 from .roots import config_files, import_roots
 
 PYTHON_SUFFIXES = (".py", ".pyi")
@@ -510,6 +511,8 @@ class Engine:
                 f"{old_name} is a module; renaming it would rename the file "
                 f"{self._shown(modules[0].path)}, which refactor_code_at_location does not do"
             )
+        missed = self._missed_importers(script, source, line, character, old_name, refs)
+        refs.extend(missed)
         _check_conflicts(refs, new_name, self._shown)
         by_file: dict[Path, list[Reference]] = {}
         for ref in refs:
@@ -530,6 +533,72 @@ class Engine:
                 lines[ref.line] = text_line[: ref.character] + new_name + text_line[end:]
             changes[path] = (src.shown, src.text, "\n".join(lines))
         return changes, len(refs), self._magic_mentions(source, old_name)
+
+    def _missed_importers(
+        self,
+        script: jedi.Script,
+        source: Source,
+        line: int,
+        character: int,
+        name: str,
+        found: list[Reference],
+    ) -> list[Reference]:
+        """The places that import or use a module-level ``name`` from its module (or a module
+        re-exporting it) which jedi's references left out; refuse when one cannot be told."""
+        use_list, unclear = self._importer_uses(script, source, line, character, name, found)
+        if unclear:
+            raise ToolError(
+                f"Cannot rename {name} safely: these imports of {name} could not be resolved, "
+                "so renaming could leave them broken; nothing was changed: " + "; ".join(unclear)
+            )
+        return [
+            Reference(u.path, u.line, u.character, name, is_definition=False, tree_name=u.tree_name)
+            for u in use_list
+        ]
+
+    def _importer_uses(
+        self,
+        script: jedi.Script,
+        source: Source,
+        line: int,
+        character: int,
+        name: str,
+        found: list[Reference],
+    ) -> tuple[list[Use], list[str]]:
+        """What :mod:`jupyter_mcp.code.guard` finds beyond ``found`` (with unclear imports)."""
+        definitions: set[tuple[Path, int, int]] = set()
+        for d in script.goto(line + 1, character, follow_imports=True):
+            where = self._real_path(d.module_path)
+            if where is None or d.line is None or d.parent().type != "module":
+                continue  # only a module-level name is imported by other modules
+            definitions.add((where, d.line - 1, d.column))
+        if not definitions:
+            return [], []
+        defining = {path for path, _, _ in definitions}
+        sources: dict[Path, Source] = {}
+        for path in {*self.index.mentioning(name), *defining, source.path}:
+            if not is_inside(self.root, path):
+                continue
+            try:
+                sources[path] = source if path == source.path else self._read(path)
+            except ToolError:
+                continue  # unreadable: no part of the project's code
+        resolver = Resolver([*self.roots, self.root])
+        scans = {path: scan_file(path, src.code, name, resolver) for path, src in sources.items()}
+        scripts: dict[Path, jedi.Script] = {source.path: script}
+
+        def agrees(path: Path, leaf: Any) -> bool:
+            if path not in scripts:
+                scripts[path] = self.script(sources[path])
+            for d in scripts[path].goto(*leaf.start_pos, follow_imports=True):
+                where = self._real_path(d.module_path)
+                if where is not None and d.line is not None:
+                    if (where, d.line - 1, d.column) in definitions:
+                        return True
+            return False
+
+        done = {(r.path, r.line, r.character) for r in found}
+        return uses(scans, name, carriers(scans, defining, name), agrees, done)
 
     def _magic_mentions(self, source: Source, name: str) -> list[str]:
         """Notebook lines with IPython magics or shell commands that mention ``name``.
