@@ -15,6 +15,7 @@ without moving any other character. Nothing here writes files.
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import difflib
 import gc
@@ -511,8 +512,8 @@ class Engine:
                 f"{old_name} is a module; renaming it would rename the file "
                 f"{self._shown(modules[0].path)}, which refactor_code_at_location does not do"
             )
-        missed = self._missed_importers(script, source, line, character, old_name, refs)
-        refs.extend(missed)
+        if not file_only:
+            refs.extend(self._missed_importers(script, source, line, character, old_name, refs))
         _check_conflicts(refs, new_name, self._shown)
         by_file: dict[Path, list[Reference]] = {}
         for ref in refs:
@@ -532,6 +533,7 @@ class Engine:
                     )
                 lines[ref.line] = text_line[: ref.character] + new_name + text_line[end:]
             changes[path] = (src.shown, src.text, "\n".join(lines))
+        _check_syntax(changes)
         return changes, len(refs), self._magic_mentions(source, old_name)
 
     def _missed_importers(
@@ -569,7 +571,7 @@ class Engine:
         definitions: set[tuple[Path, int, int]] = set()
         for d in script.goto(line + 1, character, follow_imports=True):
             where = self._real_path(d.module_path)
-            if where is None or d.line is None or d.parent().type != "module":
+            if where is None or d.line is None or not _module_level(d):
                 continue  # only a module-level name is imported by other modules
             definitions.add((where, d.line - 1, d.column))
         if not definitions:
@@ -669,7 +671,48 @@ class Engine:
             if new_text != src.text:
                 changes[path] = (src.shown, src.text, new_text)
                 edits += count_edits(src.text, new_text)
+        if kind == "inline":
+            self._check_inline_leaves_no_importer(script, source, line, character, changes)
+        _check_syntax(changes)
         return changes, edits, []
+
+    def _check_inline_leaves_no_importer(
+        self, script: jedi.Script, source: Source, line: int, character: int, changes: Changes
+    ) -> None:
+        """Refuse an inline that removes a module-level variable another module still imports
+        or reaches as an attribute (the check runs over the files as they would be)."""
+        at_cursor = parso.parse(source.code).get_name_of_position((line + 1, character))
+        if at_cursor is None:
+            return
+        name = at_cursor.value
+        defining = set()
+        for d in script.goto(line + 1, character, follow_imports=True):
+            where = self._real_path(d.module_path)
+            if where is not None and d.line is not None and _module_level(d):
+                defining.add(where)
+        if not defining:
+            return
+        resolver = Resolver([*self.roots, self.root])
+        scans = {}
+        for path in {*self.index.mentioning(name), *changes}:
+            if path in changes:
+                code = changes[path][2]
+            else:
+                try:
+                    code = self._read(path).code
+                except ToolError:
+                    continue
+            scans[path] = scan_file(path, code, name, resolver)
+        left, unclear = uses(
+            scans, name, carriers(scans, defining, name), lambda _path, _leaf: False, set()
+        )
+        places = [f"{self._shown(u.path)} line {u.line}" for u in left if u.how != "name"] + unclear
+        if places:
+            raise ToolError(
+                f"Cannot inline {name}: it is still imported or used from its module at "
+                + "; ".join(places)
+                + "; nothing was changed"
+            )
 
     def _read(self, path: Path) -> Source:
         """Another file a refactoring touches, as the index or the disk has it now."""
@@ -697,6 +740,33 @@ def _is_alias_name(tree_name: Any) -> bool:
         and len(parent.children) == 3
         and parent.children[-1] is tree_name
     )
+
+
+def _module_level(name: Any) -> bool:
+    """True for a name jedi places at the top level of a module (not a module itself)."""
+    if name.type == "module":
+        return False
+    parent = name.parent()
+    return parent is not None and parent.type == "module"
+
+
+def _check_syntax(changes: Changes) -> None:
+    """Refuse a refactoring that would turn a Python file that parses into one that does not."""
+    for path, (shown, old_text, new_text) in changes.items():
+        if is_notebook(path):
+            continue  # a notebook's view holds IPython syntax; its cells are checked by parso
+        try:
+            ast.parse(old_text)
+        except (SyntaxError, ValueError):
+            continue  # broken before: not this refactoring's doing
+        try:
+            ast.parse(new_text)
+        except (SyntaxError, ValueError) as e:
+            raise ToolError(
+                f"The refactoring would leave a syntax error in {shown} (line "
+                f"{(getattr(e, 'lineno', None) or 1) - 1}, 0-based: {getattr(e, 'msg', e)}); "
+                "nothing was changed"
+            ) from e
 
 
 def _stamps(paths: list[Path]) -> dict[Path, tuple[int, int]]:
