@@ -551,7 +551,8 @@ class Engine:
         if unclear:
             raise ToolError(
                 f"Cannot rename {name} safely: these imports of {name} could not be resolved, "
-                "so renaming could leave them broken; nothing was changed: " + "; ".join(unclear)
+                "so renaming could leave them broken; nothing was changed: "
+                + "; ".join(f"{self._shown(path)} {what}" for path, what in unclear)
             )
         return [
             Reference(u.path, u.line, u.character, name, is_definition=False, tree_name=u.tree_name)
@@ -566,7 +567,7 @@ class Engine:
         character: int,
         name: str,
         found: list[Reference],
-    ) -> tuple[list[Use], list[str]]:
+    ) -> tuple[list[Use], list[tuple[Path, str]]]:
         """What :mod:`jupyter_mcp.code.guard` finds beyond ``found`` (with unclear imports)."""
         definitions: set[tuple[Path, int, int]] = set()
         for d in script.goto(line + 1, character, follow_imports=True):
@@ -706,7 +707,10 @@ class Engine:
         left, unclear = uses(
             scans, name, carriers(scans, defining, name), lambda _path, _leaf: False, set()
         )
-        places = [f"{self._shown(u.path)} line {u.line}" for u in left if u.how != "name"] + unclear
+        places = [
+            f"{self._shown(u.path)} line {u.line} ({_HOW[u.how]})" for u in left if u.how != "name"
+        ]
+        places += [f"{self._shown(path)} {what}" for path, what in unclear]
         if places:
             raise ToolError(
                 f"Cannot inline {name}: it is still imported or used from its module at "
@@ -740,6 +744,9 @@ def _is_alias_name(tree_name: Any) -> bool:
         and len(parent.children) == 3
         and parent.children[-1] is tree_name
     )
+
+
+_HOW = {"import": "an import", "attribute": "an attribute use", "__all__": "an __all__ entry"}
 
 
 def _module_level(name: Any) -> bool:

@@ -69,7 +69,10 @@ def _module_at(base: Path, dotted: list[str]) -> Path | None:
     target = base.joinpath(*dotted)
     candidates = [target / "__init__.py", target / "__init__.pyi"]
     if dotted:
-        candidates[:0] = [target.with_name(target.name + ".py"), target.with_name(target.name + ".pyi")]
+        candidates[:0] = [
+            target.with_name(target.name + ".py"),
+            target.with_name(target.name + ".pyi"),
+        ]
     for candidate in candidates:
         if candidate.is_file():
             return Path(os.path.realpath(candidate))
@@ -162,14 +165,15 @@ def uses(
     carrier_files: set[Path],
     agrees: Callable[[Path, Any], bool],
     done: set[tuple[Path, int, int]],
-) -> tuple[list[Use], list[str]]:
-    """The places that reach ``name`` from a carrier module, and imports that cannot be told.
+) -> tuple[list[Use], list[tuple[Path, str]]]:
+    """The places that reach ``name`` from a carrier module, and imports that cannot be told
+    (``(path, what)``).
 
     ``agrees(path, leaf)`` says whether jedi's own lookup takes a plain use to the name; places
     in ``done`` (``(path, line, character)``, already found) are not looked at again.
     """
     found: list[Use] = []
-    unclear: list[str] = []
+    unclear: list[tuple[Path, str]] = []
     stems = {p.parent.name if p.name.startswith("__init__.") else p.stem for p in carrier_files}
     for path, scan in scans.items():
         binds = False
@@ -181,8 +185,11 @@ def uses(
                 binds = binds or alias is None
             elif source is None and dotted and dotted[-1] in stems:
                 unclear.append(
-                    f"line {leaf.start_pos[0] - 1}: from {'.' * _level(leaf)}{'.'.join(dotted)} "
-                    f"import {name} (not a module of the project that could be found)"
+                    (
+                        path,
+                        f"line {leaf.start_pos[0] - 1}: from {'.' * _level(leaf)}"
+                        f"{'.'.join(dotted)} import {name} (no module of the project found there)",
+                    )
                 )
         binds = binds or any(star in carrier_files for star in scan.stars)
         for leaf in scan.module.get_used_names().get(name, []):

@@ -187,8 +187,7 @@ def _package_dir_roots(mapping: dict[str, Any]) -> Iterator[str]:
 def _holds_python(folder: Path) -> bool:
     try:
         return folder.is_dir() and any(
-            entry.name.endswith(".py")
-            or (entry.is_dir() and any(Path(entry.path).glob("*.py")))
+            entry.name.endswith(".py") or (entry.is_dir() and any(Path(entry.path).glob("*.py")))
             for entry in os.scandir(folder)
         )
     except OSError:
