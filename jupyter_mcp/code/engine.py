@@ -186,6 +186,10 @@ class Index:
             self._names[path] = frozenset(_IDENTIFIER.findall(source.code))
         self.generation += 1
 
+    def knows(self, path: Path) -> bool:
+        """True when ``path`` is an indexed file."""
+        return path in self._names
+
     def mentioning(self, name: str) -> list[Path]:
         """Files (Python and notebooks) whose text contains the identifier ``name``."""
         return sorted(p for p, names in self._names.items() if name in names)
@@ -272,9 +276,13 @@ class Engine:
         project._environment = environment  # one interpreter process, not two
         return project
 
-    def refresh_roots(self) -> None:
-        """Read the import roots again when a project file that declares them changed."""
-        stamps = _stamps(config_files(self.root))
+    def refresh_roots(self, *, rescan: bool = False) -> None:
+        """Read the import roots again when a project file that declares them changed.
+
+        The known project files are looked at on every request (a few ``stat`` calls); the
+        tree is searched for new ones only with ``rescan`` (new files appeared).
+        """
+        stamps = _stamps(config_files(self.root) if rescan else list(self._config_stamps))
         if stamps == self._config_stamps:
             return
         self._config_stamps = stamps
@@ -1079,6 +1087,10 @@ class _Handler:
         if method not in REQUESTS:
             raise ToolError(f"Unknown request {method!r}")
         try:
+            new_files = delta is not None and (
+                delta.reset or any(not self.engine.index.knows(p) for p in delta.python)
+            )
+            self.engine.refresh_roots(rescan=new_files)
             if delta is not None:
                 self.engine.index.apply(delta)
             return getattr(self.engine, method)(*args)

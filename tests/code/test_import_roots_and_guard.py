@@ -158,6 +158,18 @@ def test_a_declared_root_wins_over_an_installed_copy(tmp_path: Path) -> None:
     assert target.module_path == (project / "lib/nspkg/tools.py").resolve()
 
 
+def test_import_roots_follow_a_changed_declaration(tmp_path: Path) -> None:
+    _write(tmp_path, {"lib/pkg/__init__.py": "", "pyproject.toml": "[project]\nname = 'pkg'\n"})
+    engine = Engine(tmp_path)
+    assert engine.roots == [tmp_path]
+    engine.refresh_roots()
+    assert engine.roots == [tmp_path]
+    (tmp_path / "pyproject.toml").write_text("[tool.setuptools]\npackage-dir = {'' = 'lib'}\n")
+    engine.refresh_roots()
+    assert engine.roots == [tmp_path / "lib", tmp_path]
+    assert str(tmp_path / "lib") in engine.project._sys_path
+
+
 # ------------------------------------------------------------------------------------------
 # Renames through the server
 
