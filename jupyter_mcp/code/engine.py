@@ -43,6 +43,7 @@ from ..core.paths import is_inside, relative_path
 from ..documents.facts import NOTEBOOK_SUFFIX, is_notebook
 from ..documents.notebook_view import is_magic_line
 from .guard import Resolver, Use, carriers, scan_file, uses
+from .problems import notebook_problems, python_problems
 from .roots import config_files, import_roots
 
 PYTHON_SUFFIXES = (".py", ".pyi")
@@ -472,6 +473,19 @@ class Engine:
         return [
             _symbol(name, container=None)
             for name in script.get_names(all_scopes=False, definitions=True, references=False)
+        ]
+
+    # -- problems ----------------------------------------------------------------------------
+
+    def problems(
+        self, files: list[tuple[Source, list[dict[str, Any]] | None, list[int] | None]]
+    ) -> list[list[dict[str, Any]]]:
+        """The problems of each file (see :mod:`jupyter_mcp.code.problems`)."""
+        return [
+            python_problems(source.text, source.shown)
+            if cells is None
+            else notebook_problems(cells, markers, source.shown)
+            for source, cells, markers in files
         ]
 
     # -- refactorings ------------------------------------------------------------------------
@@ -1062,7 +1076,7 @@ def count_edits(old: str, new: str) -> int:
 # The worker process
 
 #: Engine methods a request may call.
-REQUESTS = frozenset({"symbols", "references", "rename", "refactor"})
+REQUESTS = frozenset({"symbols", "references", "rename", "refactor", "problems"})
 
 
 class _Handler:
