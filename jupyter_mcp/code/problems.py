@@ -110,12 +110,10 @@ def _as_python(source: str) -> str | None:
     """The Python IPython runs for a cell (same lines), or None for a cell magic."""
     if source.lstrip().startswith("%%"):
         return None
-    try:
-        from IPython.core.inputtransformer2 import TransformerManager
-    except ImportError:  # no IPython: comment out its syntax instead, keeping the lines
-        from .engine import neutralise
+    # IPython comes with ipykernel (a dependency of JupyterLab); imported here, on first use,
+    # because it is slow to import.
+    from IPython.core.inputtransformer2 import TransformerManager
 
-        return neutralise(source)
     try:
         code = TransformerManager().transform_cell(source)
     except (SyntaxError, ValueError):
