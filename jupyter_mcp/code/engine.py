@@ -609,7 +609,10 @@ class Engine:
             except ToolError:
                 continue  # unreadable: no part of the project's code
         resolver = Resolver([*self.roots, self.root])
-        scans = {path: scan_file(path, src.code, name, resolver) for path, src in sources.items()}
+        scans = {
+            path: scan_file(path, src.code, name, resolver, self._tree(src))
+            for path, src in sources.items()
+        }
         scripts: dict[Path, jedi.Script] = {source.path: script}
 
         def agrees(path: Path, leaf: Any) -> bool:
@@ -624,6 +627,22 @@ class Engine:
 
         done = {(r.path, r.line, r.character) for r in found}
         return uses(scans, name, carriers(scans, defining, name), agrees, done)
+
+    def _tree(self, source: Source) -> Any:
+        """The parse tree of ``source``: jedi's (cached) when it is of this very text."""
+        try:
+            module = self._grammar().parse(
+                source.code,
+                path=source.jedi_path,
+                cache=True,
+                diff_cache=False,
+                cache_path=jedi.settings.cache_directory,
+            )
+        except Exception:
+            module = None
+        if module is None or module.get_code() != source.code:
+            module = parso.parse(source.code, error_recovery=True)
+        return module
 
     def _magic_mentions(self, source: Source, name: str) -> list[str]:
         """Notebook lines with IPython magics or shell commands that mention ``name``.

@@ -94,50 +94,78 @@ class FileScan:
     stars: list[Path]
 
 
-def scan_file(path: Path, code: str, name: str, resolver: Resolver) -> FileScan:
-    """Parse ``code`` and note its imports (only ``from … import name`` ones for names)."""
-    module = parso.parse(code, error_recovery=True)
+def scan_file(path: Path, code: str, name: str, resolver: Resolver, module: Any = None) -> FileScan:
+    """Note what of ``code`` (parsed, or ``module`` when the caller has its tree) the check
+    needs: ``from … import name`` statements, star imports, and the imports binding the
+    first name of each ``a.b.name``. Only those statements are looked at."""
+    if module is None:
+        module = parso.parse(code, error_recovery=True)
     scan = FileScan(path, module, {}, [], [])
-    for node in _imports(module):
-        if node.type == "import_name":
-            for dotted_names, alias in node._dotted_as_names():
-                dotted = [n.value for n in dotted_names]
-                if alias is not None:
-                    target = resolver.module_file(path, 0, dotted)
-                    if target is not None:
-                        scan.modules[alias.value] = target
-                else:
-                    # ``import a.b`` binds ``a``; ``a.b`` is reached through attributes.
-                    target = resolver.module_file(path, 0, dotted[:1])
-                    if target is not None:
-                        scan.modules[dotted[0]] = target
-            continue
-        level = node.level
-        dotted = [n.value for n in node.get_from_names()]
-        source = resolver.module_file(path, level, dotted)
-        if node.is_star_import():
-            if source is not None:
-                scan.stars.append(source)
-            continue
-        for imported, alias in node._as_name_tuples():
-            bound = alias if alias is not None else imported
-            submodule = resolver.module_file(path, level, [*dotted, imported.value])
-            if submodule is not None:
-                scan.modules[bound.value] = submodule
-            if imported.value == name:
-                scan.imports.append((imported, alias, source, dotted))
+    used = module.get_used_names()
+    nodes: dict[int, Any] = {}
+    for node in module.iter_imports():
+        if node.type == "import_from" and node.is_star_import():
+            nodes[id(node)] = node
+    bases: set[str] = set()
+    for leaf in used.get(name, []):
+        statement = _import_of(leaf)
+        if statement is not None:
+            nodes[id(statement)] = statement
+        else:
+            chain = _attribute_base(leaf)
+            if chain:
+                bases.add(chain[0])
+    for base in bases:
+        for leaf in used.get(base, []):
+            statement = _import_of(leaf)
+            if statement is not None:
+                nodes[id(statement)] = statement
+    for node in nodes.values():
+        _note_import(scan, node, name, resolver)
     return scan
 
 
-def _imports(module: Any) -> Iterator[Any]:
-    stack = [module]
-    while stack:
-        node = stack.pop()
-        for child in getattr(node, "children", ()):
-            if child.type in ("import_name", "import_from"):
-                yield child
-            elif hasattr(child, "children"):
-                stack.append(child)
+def _note_import(scan: FileScan, node: Any, name: str, resolver: Resolver) -> None:
+    path = scan.path
+    if node.type == "import_name":
+        for dotted_names, alias in node._dotted_as_names():
+            dotted = [n.value for n in dotted_names]
+            if alias is not None:
+                target = resolver.module_file(path, 0, dotted)
+                if target is not None:
+                    scan.modules[alias.value] = target
+            else:
+                # ``import a.b`` binds ``a``; ``a.b`` is reached through attributes.
+                target = resolver.module_file(path, 0, dotted[:1])
+                if target is not None:
+                    scan.modules[dotted[0]] = target
+        return
+    level = node.level
+    dotted = [n.value for n in node.get_from_names()]
+    source = resolver.module_file(path, level, dotted)
+    if node.is_star_import():
+        if source is not None:
+            scan.stars.append(source)
+        return
+    for imported, alias in node._as_name_tuples():
+        bound = alias if alias is not None else imported
+        submodule = resolver.module_file(path, level, [*dotted, imported.value])
+        if submodule is not None:
+            scan.modules[bound.value] = submodule
+        if imported.value == name:
+            scan.imports.append((imported, alias, source, dotted))
+
+
+def _import_of(leaf: Any) -> Any:
+    """The ``import``/``from … import`` statement ``leaf`` is part of, or None."""
+    node = leaf.parent
+    while node is not None:
+        if node.type in ("import_name", "import_from"):
+            return node
+        if node.type in ("simple_stmt", "file_input", "suite", "expr_stmt"):
+            return None
+        node = node.parent
+    return None
 
 
 def carriers(scans: dict[Path, FileScan], defining: set[Path], name: str) -> set[Path]:
@@ -193,7 +221,9 @@ def uses(
                 )
         binds = binds or any(star in carrier_files for star in scan.stars)
         for leaf in scan.module.get_used_names().get(name, []):
-            if (path, leaf.start_pos[0] - 1, leaf.start_pos[1]) in done or _in_import(leaf):
+            if (path, leaf.start_pos[0] - 1, leaf.start_pos[1]) in done or _import_of(
+                leaf
+            ) is not None:
                 continue
             base = _attribute_base(leaf)
             if base is not None:
@@ -216,17 +246,6 @@ def _level(leaf: Any) -> int:
     while node is not None and node.type != "import_from":
         node = node.parent
     return int(node.level) if node is not None else 0
-
-
-def _in_import(leaf: Any) -> bool:
-    node = leaf.parent
-    while node is not None:
-        if node.type in ("import_name", "import_from"):
-            return True
-        if node.type in ("simple_stmt", "file_input", "suite"):
-            return False
-        node = node.parent
-    return False
 
 
 def _attribute_base(leaf: Any) -> list[str] | None:
