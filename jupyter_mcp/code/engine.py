@@ -615,9 +615,13 @@ class Engine:
         }
         scripts: dict[Path, jedi.Script] = {source.path: script}
 
-        def agrees(path: Path, leaf: Any) -> bool:
+        def agrees(path: Path, leaf: Any, anchors: set[tuple[int, int]]) -> bool:
             if path not in scripts:
                 scripts[path] = self.script(sources[path])
+            for d in scripts[path].goto(*leaf.start_pos):
+                if d.line is not None and (d.line - 1, d.column) in anchors:
+                    if self._real_path(d.module_path) == path:
+                        return True  # bound by an import of the name from its module
             for d in scripts[path].goto(*leaf.start_pos, follow_imports=True):
                 where = self._real_path(d.module_path)
                 if where is not None and d.line is not None:

@@ -28,8 +28,6 @@ from typing import Any
 
 import parso
 
-from ..documents.facts import is_notebook
-
 
 @dataclass(frozen=True)
 class Use:
@@ -57,7 +55,9 @@ class Resolver:
                 base = base.parent
             bases = [base]
         else:
-            bases = [importer.parent, *self.roots] if is_notebook(importer) else self.roots
+            # A script's and a notebook's folder is on their sys.path (pytest puts a test's
+            # there too); a package module's own folder holds no module of that name then.
+            bases = [importer.parent, *self.roots]
         for base in bases:
             found = _module_at(base, dotted)
             if found is not None:
@@ -191,26 +191,32 @@ def uses(
     scans: dict[Path, FileScan],
     name: str,
     carrier_files: set[Path],
-    agrees: Callable[[Path, Any], bool],
+    agrees: Callable[[Path, Any, set[tuple[int, int]]], bool],
     done: set[tuple[Path, int, int]],
 ) -> tuple[list[Use], list[tuple[Path, str]]]:
     """The places that reach ``name`` from a carrier module, and imports that cannot be told
     (``(path, what)``).
 
-    ``agrees(path, leaf)`` says whether jedi's own lookup takes a plain use to the name; places
-    in ``done`` (``(path, line, character)``, already found) are not looked at again.
+    ``agrees(path, leaf, anchors)`` says whether jedi's own lookup takes a plain use to the
+    name, or to one of ``anchors`` (0-based positions, in the same file, of the imports that
+    bind it from a carrier: their module need not be resolved for that); places in ``done``
+    (``(path, line, character)``, already found) are not looked at again.
     """
     found: list[Use] = []
     unclear: list[tuple[Path, str]] = []
     stems = {p.parent.name if p.name.startswith("__init__.") else p.stem for p in carrier_files}
     for path, scan in scans.items():
         binds = False
+        anchors: set[tuple[int, int]] = set()
         for leaf, alias, source, dotted in scan.imports:
             if source in carrier_files:
                 found.append(_use(path, leaf, "import"))
                 if alias is not None and alias.value == name:
                     found.append(_use(path, alias, "import"))  # a re-export under its name
-                binds = binds or alias is None
+                bound = alias if alias is not None else leaf
+                if bound.value == name:
+                    binds = True
+                    anchors.add((bound.start_pos[0] - 1, bound.start_pos[1]))
             elif source is None and dotted and dotted[-1] in stems:
                 unclear.append(
                     (
@@ -230,7 +236,7 @@ def uses(
                 target = _resolve_chain(scan, base)
                 if target in carrier_files:
                     found.append(_use(path, leaf, "attribute"))
-            elif (binds or path in carrier_files) and agrees(path, leaf):
+            elif (binds or path in carrier_files) and agrees(path, leaf, anchors):
                 found.append(_use(path, leaf, "name"))
         if path in carrier_files:
             found.extend(_all_entries(path, scan.module, name))

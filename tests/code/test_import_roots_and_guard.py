@@ -322,6 +322,8 @@ def test_the_check_completes_a_rename_jedi_alone_gets_wrong(
             "src/mcp/helpers.py": "def tidy(text):\n    return text.strip()\n",
             "src/mcp/report.py": "from .helpers import tidy\n\ndef show(t):\n    return tidy(t)\n",
             "tests/test_report.py": "import mcp\n\ndef test_tidy():\n    assert mcp.tidy(' a ')\n",
+            # Searched before src/ (sorted), so jedi resolves mcp to the installed SDK here
+            "app/cli.py": "from mcp.helpers import tidy\n\nprint(tidy(' b '))\n",
         },
     )
     import mcp  # the MCP SDK: installed, and named like the project's package
@@ -340,11 +342,13 @@ def test_the_check_completes_a_rename_jedi_alone_gets_wrong(
     helpers = root / "src/mcp/helpers.py"
     source = Source.of(helpers, "src/mcp/helpers.py", helpers.read_text(), notebook=False)
     jedi_alone = {r["path"] for r in engine.references(source, 0, 4)}
-    assert "tests/test_report.py" not in jedi_alone  # the rename used to leave it broken
+    # what the rename used to leave broken
+    assert "tests/test_report.py" not in jedi_alone and "app/cli.py" not in jedi_alone
 
     # When tidy is renamed, every importer and use changes all the same
     changes, edits, _ = engine.rename(source, 0, 4, "clean")
     assert sorted(shown for shown, _, _ in changes.values()) == [
+        "app/cli.py",
         "src/mcp/__init__.py",
         "src/mcp/helpers.py",
         "src/mcp/report.py",
@@ -353,6 +357,10 @@ def test_the_check_completes_a_rename_jedi_alone_gets_wrong(
     assert changes[root / "src/mcp/__init__.py"][2] == "from .helpers import clean as clean\n"
     assert "mcp.clean(' a ')" in changes[root / "tests/test_report.py"][2]
     assert "return clean(t)" in changes[root / "src/mcp/report.py"][2]
+    assert (
+        changes[root / "app/cli.py"][2] == "from mcp.helpers import clean\n\nprint(clean(' b '))\n"
+    )
+    assert edits == 8
 
 
 def test_a_refactoring_that_breaks_the_syntax_is_refused(tmp_path: Path) -> None:
