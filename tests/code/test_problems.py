@@ -143,3 +143,17 @@ async def test_problems_refuse_other_files(root: Path, fails) -> None:
     assert "supports Python files" in await fails("get_file_problems", pathInProject="notes.txt")
     missing = await fails("get_file_problems", pathInProject="nope.py")
     assert missing == "File not found: nope.py"
+
+
+async def test_a_binary_file_is_refused_alone_and_skipped_in_a_folder(
+    root: Path, ok, fails
+) -> None:
+    (root / "src").mkdir()
+    (root / "src/blob.py").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00")
+    (root / "src/fine.py").write_text("import os\n")
+    error = await fails("get_file_problems", pathInProject="src/blob.py")
+    assert "binary" in error.lower()
+    found = await ok("get_file_problems", pathInProject="src")
+    assert [p["path"] for p in found["problems"]] == ["src/fine.py"]
+    assert [s["path"] for s in found["skipped"]] == ["src/blob.py"]
+    assert found["filesChecked"] == 1
