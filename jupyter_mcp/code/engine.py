@@ -601,7 +601,7 @@ class Engine:
             return [], []
         defining = {path for path, _, _ in definitions}
         sources: dict[Path, Source] = {}
-        for path in {*self.index.mentioning(name), *defining, source.path}:
+        for path in sorted({*self.index.mentioning(name), *defining, source.path}):
             if not is_inside(self.root, path):
                 continue
             try:
@@ -740,7 +740,7 @@ class Engine:
             return
         resolver = Resolver([*self.roots, self.root])
         scans = {}
-        for path in {*self.index.mentioning(name), *changes}:
+        for path in sorted({*self.index.mentioning(name), *changes}):
             if path in changes:
                 code = changes[path][2]
             else:
@@ -749,12 +749,17 @@ class Engine:
                 except ToolError:
                     continue
             scans[path] = scan_file(path, code, name, resolver)
+        # A plain use left in another module that has the name from its module (a star
+        # import) fails once the variable is gone; in the defining module itself a use left
+        # is another, local binding of the name.
         left, unclear = uses(
-            scans, name, carriers(scans, defining, name), lambda _path, _leaf: False, set()
+            scans,
+            name,
+            carriers(scans, defining, name),
+            lambda path, _leaf, _anchors: path not in defining,
+            set(),
         )
-        places = [
-            f"{self._shown(u.path)} line {u.line} ({_HOW[u.how]})" for u in left if u.how != "name"
-        ]
+        places = [f"{self._shown(u.path)} line {u.line} ({_HOW[u.how]})" for u in left]
         places += [f"{self._shown(path)} {what}" for path, what in unclear]
         if places:
             raise ToolError(
@@ -791,7 +796,12 @@ def _is_alias_name(tree_name: Any) -> bool:
     )
 
 
-_HOW = {"import": "an import", "attribute": "an attribute use", "__all__": "an __all__ entry"}
+_HOW = {
+    "import": "an import",
+    "attribute": "an attribute use",
+    "__all__": "an __all__ entry",
+    "name": "a use",
+}
 
 
 def _module_level(name: Any) -> bool:

@@ -305,6 +305,22 @@ async def test_an_inline_refuses_a_variable_its_module_still_exports(root: Path,
     assert _snapshot(root) == before
 
 
+async def test_an_inline_reaches_uses_through_a_star_import(root: Path, ok) -> None:
+    _write(root, {**SETTINGS, "pkg/star.py": "from .settings import *\n\nprint(LIMIT)\n"})
+    result = await ok(
+        "refactor_code_at_location",
+        pathInProject="pkg/settings.py",
+        line=0,
+        character=0,
+        refactorType="inline",
+    )
+    assert result["changedFiles"] == ["pkg/settings.py", "pkg/star.py", "pkg/use.py"]
+    done = subprocess.run(
+        [sys.executable, "-c", "import pkg.star"], cwd=root, capture_output=True, text=True
+    )
+    assert done.stdout.strip() == "3", done.stderr
+
+
 # ------------------------------------------------------------------------------------------
 # When jedi's own search misses importers
 
@@ -369,3 +385,22 @@ def test_a_refactoring_that_breaks_the_syntax_is_refused(tmp_path: Path) -> None
         engine_module._check_syntax({path: ("m.py", "x = 1\n", "x = = 1\n")})
     # A file already broken before is not the refactoring's doing
     engine_module._check_syntax({path: ("m.py", "x = = 1\n", "y = = 1\n")})
+
+
+def test_the_inline_check_refuses_a_use_jedi_left_behind(tmp_path: Path) -> None:
+    # Given the inline of LIMIT as jedi would compute it if it missed the star-imported use
+    _write(tmp_path, {**SETTINGS, "pkg/star.py": "from .settings import *\n\nprint(LIMIT)\n"})
+    engine = Engine(tmp_path)
+    engine.index.apply(ProjectFiles(tmp_path, 10**7).delta(reset=True))
+    settings = tmp_path / "pkg/settings.py"
+    text = settings.read_text()
+    source = Source.of(settings, "pkg/settings.py", text, notebook=False)
+    changes = {settings: ("pkg/settings.py", text, "HALF = (3) // 2\n")}
+
+    # Then the check refuses, naming the use that would be left without its variable
+    with pytest.raises(ToolError) as refused:
+        engine._check_inline_leaves_no_importer(engine.script(source), source, 0, 0, changes)
+    assert refused.value.message == (
+        "Cannot inline LIMIT: it is still imported or used from its module at "
+        "pkg/star.py line 2 (a use); pkg/use.py line 2 (an attribute use); nothing was changed"
+    )
