@@ -4,13 +4,16 @@ This is the analysis side. It runs in a separate worker process (see :func:`work
 :mod:`jupyter_mcp.code.client`), so jedi's CPU time and garbage collection never stall the Jupyter
 server, and a call over its time limit can be stopped for real.
 
-An :class:`Engine` holds a ``jedi.Project`` rooted at the project root, a mirror of the
+An :class:`Engine` holds a ``jedi.Project`` rooted at the project root (its ``sys.path``
+starting with the project's import roots, :mod:`jupyter_mcp.code.roots`), a mirror of the
 server's project index (which files mention which identifiers; the server sends what changed
 with every request) and a cache of recent reference answers. Notebooks take part through their
 percent-format text view, the same text ``get_file_text_by_path`` shows, so a position in a
 notebook is a line of that view. Jedi sees a notebook under a made-up ``.py`` path next to it
 (``analysis.ipynb.py``), with IPython syntax that jupytext left uncommented turned into comments
-without moving any other character. Nothing here writes files.
+without moving any other character. A rename is completed, or refused, by the check of
+:mod:`jupyter_mcp.code.guard`; a file's problems come from :mod:`jupyter_mcp.code.problems`.
+Nothing here writes files.
 """
 
 from __future__ import annotations
@@ -816,7 +819,7 @@ def _check_syntax(changes: Changes) -> None:
     """Refuse a refactoring that would turn a Python file that parses into one that does not."""
     for path, (shown, old_text, new_text) in changes.items():
         if is_notebook(path):
-            continue  # a notebook's view holds IPython syntax; its cells are checked by parso
+            continue  # a notebook's view may hold IPython syntax, which ast does not parse
         try:
             ast.parse(old_text)
         except (SyntaxError, ValueError):
