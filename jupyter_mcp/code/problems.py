@@ -84,7 +84,7 @@ def notebook_problems(
         starts.append((len(lines), index))
         lines.extend(code.rstrip("\n").split("\n"))
     whole = "\n".join(lines) + "\n"
-    tree, error = _parse(whole, filename)
+    tree, _error = _parse(whole, filename)  # cells that parse one by one parse in a row
     if tree is not None:
         later = _later_bindings(chunks)
         for message in _check(tree, filename, IPYTHON_BUILTINS):

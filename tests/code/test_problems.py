@@ -157,3 +157,17 @@ async def test_a_binary_file_is_refused_alone_and_skipped_in_a_folder(
     assert [p["path"] for p in found["problems"]] == ["src/fine.py"]
     assert [s["path"] for s in found["skipped"]] == ["src/blob.py"]
     assert found["filesChecked"] == 1
+
+
+async def test_a_future_import_in_a_later_cell_is_an_error(root: Path, ok) -> None:
+    nb = _notebook([("code", "x = 1", None), ("code", "from __future__ import annotations", None)])
+    nbformat.write(nb, root / "nb.ipynb")
+    ids = [c.id for c in nbformat.read(root / "nb.ipynb", as_version=4).cells]
+    [problem] = (await ok("get_file_problems", pathInProject="nb.ipynb"))["problems"]
+    assert (problem["code"], problem["cellId"], problem["cellLine"]) == (
+        "LateFutureImport",
+        ids[1],
+        0,
+    )
+    assert problem["severity"] == "error"
+    assert "__future__" in problem["message"]
