@@ -56,7 +56,7 @@ with '/' separators; absolute paths inside the root also work; nothing outside i
 '# %% [markdown]' cells); line numbers in a notebook refer to that text view. Writing the \
 text back keeps outputs and metadata of the cells you did not change.
 - Lines are 1-based and characters 0-based, except find_references, \
-refactor_code_at_location and symbol ranges, whose lines are 0-based.
+refactor_code_at_location, get_file_problems and symbol ranges, whose lines are 0-based.
 - Every tool returns at most {window} characters per call. When a result is longer, a second \
 text block gives its total length and the resultStart to call again with (resultEnd - \
 resultStart <= {window}).
