@@ -1,0 +1,261 @@
+"""The extension in JupyterHub single-user servers, behind a real hub and its proxy.
+
+One hub for the module (``hub`` in conftest.py): alice's and bob's servers run the extension at
+``/user/<name>/``; an agent holds a hub API token of alice's scoped ``access:servers!user=alice``.
+Standard MCP (official SDK client), seed and proxy REST, the stdio bridge and the JupyterLab
+window link are checked under the hub's auth, then alice's server is restarted by the hub and
+the clients are checked again. The restart comes last: the tests run in file order.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import os
+import time
+from collections.abc import AsyncIterator, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx2
+import pytest
+from conftest import PASSWORD, Hub, request, wait_for
+from mcp import Client, StdioServerParameters
+from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import streamable_http_client
+
+from jupyter_mcp.cli.launcher import relay_launcher
+
+MODES = ["legacy", "auto"]
+ERAS = {"legacy": "2025-11-25", "auto": "2026-07-28"}
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking"]
+ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
+
+
+@pytest.fixture(autouse=True)
+def jp_asyncio_loop() -> Iterator[asyncio.AbstractEventLoop]:
+    """A private loop per test: no in-process server here, and the browser tests' Playwright
+    must not find pytest-jupyter's loop running."""
+    loop = asyncio.new_event_loop()
+    yield loop
+    loop.close()
+
+
+@pytest.fixture(autouse=True)
+def jp_server_cleanup() -> None:
+    """No in-process ServerApp to clean up: the hub and its servers are subprocesses."""
+
+
+def snapshot(folder: Path) -> dict[str, str]:
+    """Every file under ``folder`` (but Jupyter's own state) with a digest of its content."""
+    files = {}
+    for path in sorted(folder.rglob("*")):
+        relative = path.relative_to(folder)
+        if path.is_file() and relative.parts[0] not in (".jupyter", ".local", ".cache"):
+            files[str(relative)] = hashlib.sha256(path.read_bytes()).hexdigest()
+    return files
+
+
+@asynccontextmanager
+async def mcp_client(url: str, token: str | None, mode: str) -> AsyncIterator[Client]:
+    """The official SDK client on ``url`` (Streamable HTTP) with a hub token."""
+    headers = {"Authorization": f"token {token}"} if token else {}
+    async with httpx2.AsyncClient(headers=headers, timeout=60) as http:
+        async with Client(streamable_http_client(url, http_client=http), mode=mode) as client:
+            yield client
+
+
+def leaves(error: BaseException) -> list[BaseException]:
+    """The errors inside (nested) exception groups, as the SDK's task groups raise them."""
+    if isinstance(error, BaseExceptionGroup):
+        return [leaf for inner in error.exceptions for leaf in leaves(inner)]
+    return [error]
+
+
+async def list_all(client: Client) -> list[Any]:
+    tools, cursor = [], None
+    while True:
+        page = await client.list_tools(cursor=cursor, cache_mode="refresh")
+        tools.extend(page.tools)
+        if (cursor := page.next_cursor) is None:
+            return tools
+
+
+def relay_params(*args: str) -> StdioServerParameters:
+    """The stdio bridge (this environment's command line program) with ``args``."""
+    command = relay_launcher()
+    # The SDK starts the program with a minimal environment: keep this checkout first.
+    env = {"PYTHONPATH": os.environ["PYTHONPATH"]} if os.environ.get("PYTHONPATH") else None
+    return StdioServerParameters(command=command[0], args=[*command[1:], *args], env=env)
+
+
+# --- standard MCP ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_mcp_with_alices_token_lists_and_calls_tools_on_her_files(
+    hub: Hub, mode: str
+) -> None:
+    home = hub.home("alice")
+    (home / "notes.md").write_text("# alice's notes\n")
+    url = f"{hub.server_url('alice')}mcp"
+
+    async with mcp_client(url, hub.tokens["alice"], mode) as client:
+        tools = await list_all(client)
+        read = await client.call_tool("get_file_text_by_path", {"pathInProject": "notes.md"})
+        made = await client.call_tool(
+            "create_new_file_with_text",
+            {"pathInProject": f"agent/{mode}.txt", "text": f"written over {mode}\n"},
+        )
+        protocol = client.protocol_version
+
+    assert protocol == ERAS[mode]
+    listed = request(f"{hub.server_url('alice')}mcp/list_tools", token=hub.tokens["alice"])
+    assert [tool.name for tool in tools] == [tool["name"] for tool in listed.json()]
+    assert {"get_file_text_by_path", "create_new_file_with_text"} <= {t.name for t in tools}
+    assert read.is_error is False
+    assert "# alice's notes" in read.content[0].text
+    assert made.is_error is False, made.content
+    assert (home / "agent" / f"{mode}.txt").read_text() == f"written over {mode}\n"
+
+
+async def test_alices_token_is_refused_on_bobs_server(hub: Hub) -> None:
+    bob = hub.home("bob")
+    (bob / "secret.txt").write_text("bob's secret\n")
+    before = snapshot(bob)
+    token = hub.tokens["alice"]
+    base = hub.server_url("bob")
+    initialize = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "clientInfo": {"name": "test", "version": "0"},
+        },
+    }
+    accept = {"Accept": "application/json, text/event-stream"}
+    answers = [
+        request(f"{base}mcp", method="POST", token=token, body=initialize, headers=accept),
+        request(
+            f"{base}mcp/get_file_text_by_path",
+            method="POST",
+            token=token,
+            body={"pathInProject": "secret.txt"},
+        ),
+        request(
+            f"{base}api/mcp/create_new_file_with_text",
+            method="POST",
+            token=token,
+            body={"pathInProject": "planted.txt", "text": "x"},
+        ),
+        request(f"{base}mcp/list_tools", token=token),
+    ]
+    with pytest.raises(Exception) as refused:
+        async with mcp_client(f"{base}mcp", token, "auto") as client:
+            await client.call_tool("get_file_text_by_path", {"pathInProject": "secret.txt"})
+
+    assert [answer.status for answer in answers] == [403, 403, 403, 403]
+    assert all(b"secret" not in answer.body for answer in answers)
+    assert [str(e) for e in leaves(refused.value)] == ["Forbidden"]
+    assert snapshot(bob) == before
+
+
+async def test_no_token_is_refused(hub: Hub) -> None:
+    home = hub.home("alice")
+    before = snapshot(home)
+    base = hub.server_url("alice")
+    accept = {"Accept": "application/json, text/event-stream"}
+    answers = {
+        "mcp": request(f"{base}mcp", method="POST", body={"jsonrpc": "2.0"}, headers=accept),
+        "seed": request(
+            f"{base}mcp/create_new_file_with_text",
+            method="POST",
+            body={"pathInProject": "planted.txt", "text": "x"},
+        ),
+        "proxy": request(f"{base}api/mcp/list_tools"),
+        "wrong token": request(f"{base}mcp/list_tools", token="not-a-hub-token"),
+    }
+
+    assert {name: answer.status for name, answer in answers.items()} == dict.fromkeys(answers, 403)
+    # A cookie-less POST fails the XSRF check before auth even runs: refused all the same.
+    assert answers["seed"].json()["status"] is None and answers["seed"].json()["error"]
+    assert answers["mcp"].json()["error"]["code"] == -32600
+    assert snapshot(home) == before
+
+
+# --- seed and proxy REST --------------------------------------------------------------------
+
+
+def test_seed_and_proxy_rest_under_the_user_prefix(hub: Hub) -> None:
+    home = hub.home("alice")
+    (home / "rest.txt").write_text("over REST\n")
+    token = hub.tokens["alice"]
+    base = hub.server_url("alice")
+
+    status = request(f"{base}mcp/status", token=token)
+    seed_list = request(f"{base}mcp/list_tools", token=token)
+    proxy_list = request(f"{base}api/mcp/list_tools", token=token)
+    seed_read = request(
+        f"{base}mcp/get_file_text_by_path",
+        method="POST",
+        token=token,
+        body={"pathInProject": "rest.txt"},
+    )
+    proxy_write = request(
+        f"{base}api/mcp/create_new_file_with_text",
+        method="POST",
+        token=token,
+        body={"pathInProject": "rest/made.txt", "text": "made over proxy REST\n"},
+    )
+
+    assert status.status == 200
+    assert seed_list.status == proxy_list.status == 200
+    assert seed_list.body == proxy_list.body
+    assert "get_file_text_by_path" in [tool["name"] for tool in seed_list.json()]
+    assert seed_read.status == 200
+    assert seed_read.json()["status"]["content"] == "over REST\n"
+    assert proxy_write.status == 200 and proxy_write.json()["error"] is None
+    assert (home / "rest" / "made.txt").read_text() == "made over proxy REST\n"
+
+
+# --- the stdio bridge -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_the_stdio_bridge_relays_both_eras_to_the_hub(
+    hub: Hub, mode: str, tmp_path: Path
+) -> None:
+    (hub.home("alice") / "bridge.txt").write_text(f"bridged {mode}\n")
+    params = relay_params(
+        "stdio", "--url", hub.server_url("alice"), "--token", hub.tokens["alice"]
+    )
+
+    with open(tmp_path / "bridge.log", "w+") as errlog:
+        async with Client(stdio_client(params, errlog=errlog), mode=mode) as client:
+            tools = await list_all(client)
+            found = await client.call_tool("get_file_text_by_path", {"pathInProject": "bridge.txt"})
+            protocol = client.protocol_version
+
+    assert protocol == ERAS[mode]
+    assert "get_file_text_by_path" in {tool.name for tool in tools}
+    assert found.is_error is False
+    assert f"bridged {mode}" in found.content[0].text
+
+
+async def test_the_stdio_bridge_with_alices_token_cannot_reach_bob(
+    hub: Hub, tmp_path: Path
+) -> None:
+    params = relay_params("stdio", "--url", hub.server_url("bob"), "--token", hub.tokens["alice"])
+
+    with open(tmp_path / "bridge.log", "w+") as errlog:
+        with pytest.raises(Exception) as refused:
+            async with Client(stdio_client(params, errlog=errlog), mode="legacy") as client:
+                await client.list_tools()
+
+    assert [str(e) for e in leaves(refused.value)] == ["Forbidden"]
