@@ -11,9 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import json
 import os
-import time
 from collections.abc import AsyncIterator, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
@@ -71,8 +69,9 @@ async def mcp_client(url: str, token: str | None, mode: str) -> AsyncIterator[Cl
 
 def leaves(error: BaseException) -> list[BaseException]:
     """The errors inside (nested) exception groups, as the SDK's task groups raise them."""
-    if isinstance(error, BaseExceptionGroup):
-        return [leaf for inner in error.exceptions for leaf in leaves(inner)]
+    inner = getattr(error, "exceptions", None)  # an ExceptionGroup (its backport on 3.10)
+    if isinstance(inner, tuple):
+        return [leaf for exception in inner for leaf in leaves(exception)]
     return [error]
 
 
@@ -232,9 +231,7 @@ async def test_the_stdio_bridge_relays_both_eras_to_the_hub(
     hub: Hub, mode: str, tmp_path: Path
 ) -> None:
     (hub.home("alice") / "bridge.txt").write_text(f"bridged {mode}\n")
-    params = relay_params(
-        "stdio", "--url", hub.server_url("alice"), "--token", hub.tokens["alice"]
-    )
+    params = relay_params("stdio", "--url", hub.server_url("alice"), "--token", hub.tokens["alice"])
 
     with open(tmp_path / "bridge.log", "w+") as errlog:
         async with Client(stdio_client(params, errlog=errlog), mode=mode) as client:
@@ -259,3 +256,154 @@ async def test_the_stdio_bridge_with_alices_token_cannot_reach_bob(
                 await client.list_tools()
 
     assert [str(e) for e in leaves(refused.value)] == ["Forbidden"]
+
+
+# --- the JupyterLab window link -------------------------------------------------------------
+
+
+def seed(hub: Hub, tool: str, **arguments: Any) -> Any:
+    """One seed REST call on alice's server with her token: the call's ``status``."""
+    answer = request(
+        f"{hub.server_url('alice')}mcp/{tool}",
+        method="POST",
+        token=hub.tokens["alice"],
+        body=arguments,
+    )
+    assert answer.status == 200, answer
+    assert answer.json()["error"] is None, answer.json()["error"]
+    return answer.json()["status"]
+
+
+def link_online(page: Any) -> bool:
+    status = page.locator(".jp-MCP-status")
+    return status.count() > 0 and "MCP: offline" not in status.inner_text()
+
+
+@pytest.fixture(scope="module")
+def lab_page(hub: Hub) -> Iterator[Any]:
+    """alice's JupyterLab in headless Chromium, logged in through the hub's login form."""
+    if not os.path.exists(CHROMIUM):
+        if os.environ.get("JUPYTER_MCP_REQUIRE_BROWSER"):
+            pytest.fail(f"browser tests required but {CHROMIUM} is missing")
+        pytest.skip(f"{CHROMIUM} is missing (apt-get install chromium, or make test)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1400, "height": 900})
+        page.sockets = []  # type: ignore[attr-defined]
+        page.on("websocket", lambda socket: page.sockets.append(socket.url))  # type: ignore[attr-defined]
+        page.goto(f"{hub.url}hub/login")
+        page.fill("#username_input", "alice")
+        page.fill("#password_input", PASSWORD)
+        page.click("#login_submit")
+        page.wait_for_url("**/user/alice/lab**", timeout=90000)
+        page.wait_for_selector(".jp-MCP-status", timeout=90000)
+        wait_for(lambda: link_online(page), 60, "the window link to connect")
+        yield page
+        browser.close()
+
+
+@pytest.mark.browser
+def test_the_lab_window_links_with_the_hub_cookie(hub: Hub, lab_page: Any) -> None:
+    home = hub.home("alice")
+    (home / "open" / "hello.py").parent.mkdir(exist_ok=True)
+    (home / "open" / "hello.py").write_text("print('hello from alice')\n")
+
+    assert seed(hub, "open_file_in_editor", pathInProject="open/hello.py") == "file is opened"
+    path = wait_for(
+        lambda: seed(hub, "get_open_in_editor_file_path") == str(home / "open" / "hello.py"),
+        30,
+        "hello.py to be alice's active editor",
+    )
+    text = seed(hub, "get_open_in_editor_file_text")
+    ARTIFACTS.mkdir(exist_ok=True)
+    lab_page.screenshot(path=str(ARTIFACTS / "hub-lab-window.png"))
+
+    assert path
+    assert text == "print('hello from alice')\n"
+    bridges = [url for url in lab_page.sockets if "/mcp/bridge" in url]
+    assert bridges and all(
+        url.startswith(f"ws{hub.url[4:]}user/alice/mcp/bridge?") for url in bridges
+    )
+    # No token in the page: the socket was let in by the hub's cookie alone.
+    assert all("token=" not in url for url in bridges)
+
+
+# --- after a restart ------------------------------------------------------------------------
+
+
+def in_thread(coroutine: Any) -> Any:
+    """Run a coroutine on a loop of its own (Playwright's sync API owns this thread's)."""
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, coroutine).result()
+
+
+@pytest.mark.browser
+def test_clients_reconnect_after_the_hub_restarts_alices_server(
+    hub: Hub, lab_page: Any, tmp_path: Path
+) -> None:
+    home = hub.home("alice")
+    (home / "again.txt").write_text("after the restart\n")
+    url = f"{hub.server_url('alice')}mcp"
+    before = hub.user_model("alice")["servers"][""]["url"]
+
+    async def bridge_across_restart(mode: str) -> list[Any]:
+        """One bridge process that lives through the restart, answering before and after."""
+        params = relay_params(
+            "stdio", "--url", hub.server_url("alice"), "--token", hub.tokens["alice"]
+        )
+        with open(tmp_path / f"bridge-{mode}.log", "w+") as errlog:
+            async with Client(stdio_client(params, errlog=errlog), mode=mode) as client:
+                first = await client.call_tool(
+                    "get_file_text_by_path", {"pathInProject": "again.txt"}
+                )
+                await asyncio.to_thread(restart)
+                second = await client.call_tool(
+                    "get_file_text_by_path", {"pathInProject": "again.txt"}
+                )
+        return [first, second]
+
+    def restart() -> None:
+        hub.stop_server("alice")
+        hub.start_server("alice")
+        hub.wait_ready("alice")
+
+    results = in_thread(bridge_across_restart("auto"))
+    after = hub.user_model("alice")["servers"][""]["url"]
+    assert before == after == "/user/alice/"
+    assert [r.is_error for r in results] == [False, False]
+    assert all("after the restart" in r.content[0].text for r in results)
+
+    async def fresh_clients() -> list[Any]:
+        answers = []
+        for mode in MODES:
+            async with mcp_client(url, hub.tokens["alice"], mode) as client:
+                answers.append(
+                    await client.call_tool("get_file_text_by_path", {"pathInProject": "again.txt"})
+                )
+        return answers
+
+    assert [r.is_error for r in in_thread(fresh_clients())] == [False, False]
+
+    legacy = in_thread(bridge_across_restart("legacy"))
+    assert [r.is_error for r in legacy] == [False, False]
+
+    # The window: the hub gives every spawn a new cookie secret, so the cookie this window
+    # logged in with is void and its link, like JupyterLab's own requests, gets 403 until the
+    # page is loaded again (JupyterLab's hub extension offers that in a dialog), which goes
+    # through the hub's OAuth without a new login.
+    lab_page.get_by_text("Server unavailable or unreachable").wait_for(timeout=60000)
+    ARTIFACTS.mkdir(exist_ok=True)
+    lab_page.screenshot(path=str(ARTIFACTS / "hub-lab-after-restart.png"))
+    assert not link_online(lab_page)
+    lab_page.reload()
+    lab_page.wait_for_url("**/user/alice/lab**", timeout=90000)
+    lab_page.wait_for_selector(".jp-MCP-status", timeout=90000)
+    wait_for(lambda: link_online(lab_page), 60, "the window link to reconnect")
+    assert seed(hub, "open_file_in_editor", pathInProject="again.txt") == "file is opened"
+    wait_for(
+        lambda: seed(hub, "get_open_in_editor_file_path") == str(home / "again.txt"),
+        30,
+        "again.txt to be the active editor after the restart",
+    )
