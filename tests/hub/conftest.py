@@ -202,6 +202,8 @@ def _config(state: Path, homes: Path, admin_token: str, ports: dict[str, int]) -
     settings: dict[str, Any] = {
         "JupyterHub": {
             "bind_url": f"http://127.0.0.1:{ports['public']}",
+            # Tells the servers the address users reach them at (JUPYTERHUB_PUBLIC_URL).
+            "public_url": f"http://127.0.0.1:{ports['public']}/",
             "hub_bind_url": f"http://127.0.0.1:{ports['hub']}",
             "db_url": f"sqlite:///{state / 'jupyterhub.sqlite'}",
             "cookie_secret_file": str(state / "jupyterhub_cookie_secret"),

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import os
+import shlex
 from collections.abc import AsyncIterator, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
@@ -256,6 +257,25 @@ async def test_the_stdio_bridge_with_alices_token_cannot_reach_bob(
                 await client.list_tools()
 
     assert [str(e) for e in leaves(refused.value)] == ["Forbidden"]
+
+
+# --- configuration, from inside alice's server ----------------------------------------------
+
+
+def test_config_inside_alices_server_explains_the_hub_token(hub: Hub) -> None:
+    command = shlex.join([*relay_launcher(), "config"])
+    ran = seed(hub, "run_command_on_background", command=command, timeout=120000)
+    own = seed(hub, "run_command_on_background", command="printenv JUPYTERHUB_API_TOKEN")
+    out = ran["stdout"]
+
+    assert ran["exitCode"] == 0, ran
+    assert own["stdout"].strip()  # the hub did give the server a token of its own ...
+    assert own["stdout"].strip() not in out  # ... and config keeps it in
+    assert hub.tokens["alice"] not in out
+    assert f"open {hub.url}hub/token" in out
+    assert "access:servers!user=alice" in out
+    assert f"--server-url {hub.url}user/alice/mcp" in out
+    assert f"stdio --url {hub.url}user/alice/" in out
 
 
 # --- the JupyterLab window link -------------------------------------------------------------
