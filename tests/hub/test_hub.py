@@ -214,7 +214,18 @@ def test_seed_and_proxy_rest_under_the_user_prefix(hub: Hub) -> None:
         body={"pathInProject": "rest/made.txt", "text": "made over proxy REST\n"},
     )
 
+    # Behind the hub's proxy the Host check is the hub's, but a foreign Origin is still refused.
+    foreign = request(
+        f"{base}mcp/create_new_file_with_text",
+        method="POST",
+        token=token,
+        body={"pathInProject": "rest/foreign.txt", "text": "x"},
+        headers={"Origin": "http://evil.example"},
+    )
+
     assert status.status == 200
+    assert foreign.status == 403 and "Origin" in foreign.json()["error"]
+    assert not (home / "rest" / "foreign.txt").exists()
     assert seed_list.status == proxy_list.status == 200
     assert seed_list.body == proxy_list.body
     assert "get_file_text_by_path" in [tool["name"] for tool in seed_list.json()]
