@@ -25,7 +25,11 @@ RUNTIME_SECRET = "the-runtime-file-token"
 
 
 def desktop_entry(out: str) -> dict[str, Any]:
-    block = out.split("Claude Desktop (claude_desktop_config.json)", 1)[1].split("\n", 1)[1].split("\n\n", 1)[0]
+    block = (
+        out.split("Claude Desktop (claude_desktop_config.json)", 1)[1]
+        .split("\n", 1)[1]
+        .split("\n\n", 1)[0]
+    )
     return dict(json.loads(block)["mcpServers"]["jupyter"])
 
 

@@ -14,6 +14,7 @@ through the hub's REST API, the way an admin or a user's token page would.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import secrets
@@ -295,6 +296,8 @@ def _quiet_lab(home: Path) -> None:
 def hub(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Hub]:
     """The hub with alice's and bob's servers running, and alice's agent token."""
     proxy = configurable_http_proxy()
+    if importlib.util.find_spec("jupyterhub") is None:
+        pytest.fail("jupyterhub is not installed: pip install -e '.[test]' (make test does it)")
     if shutil.which("node") is None:
         pytest.skip("node is not installed: configurable-http-proxy needs it")
     started = time.monotonic()
