@@ -30,6 +30,11 @@ from mcp.client.streamable_http import streamable_http_client
 from jupyter_mcp.cli.launcher import relay_launcher
 
 MODES = ["legacy", "auto"]
+# What bob's server answers a token that is not his: which token it takes instead.
+BOBS_REFUSAL = (
+    "Forbidden: no credential this server accepts; send 'Authorization: token <token>' with a "
+    "JupyterHub token of bob's (scope access:servers!user=bob, from the hub's Token page)"
+)
 ERAS = {"legacy": "2025-11-25", "auto": "2026-07-28"}
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking"]
@@ -164,7 +169,8 @@ async def test_alices_token_is_refused_on_bobs_server(hub: Hub) -> None:
 
     assert [answer.status for answer in answers] == [403, 403, 403, 403]
     assert all(b"secret" not in answer.body for answer in answers)
-    assert [str(e) for e in leaves(refused.value)] == ["Forbidden"]
+    assert answers[1].json() == {"status": None, "error": BOBS_REFUSAL}
+    assert [str(e) for e in leaves(refused.value)] == [BOBS_REFUSAL]
     assert snapshot(bob) == before
 
 
@@ -269,7 +275,7 @@ async def test_the_stdio_bridge_with_alices_token_cannot_reach_bob(
             async with Client(stdio_client(params, errlog=errlog), mode="legacy") as client:
                 await client.list_tools()
 
-    assert [str(e) for e in leaves(refused.value)] == ["Forbidden"]
+    assert [str(e) for e in leaves(refused.value)] == [BOBS_REFUSAL]
 
 
 # --- configuration, from inside alice's server ----------------------------------------------
