@@ -4,7 +4,7 @@ The hub (``jupyterhub`` from PyPI) runs as a subprocess on 127.0.0.1 with tempor
 database, cookie secret and pid files in a tmp folder), behind ``configurable-http-proxy`` from
 npm (``make npm-tools``, which ``make test`` runs; installed here when it is missing). Users log
 in with a shared password; ``SimpleLocalProcessSpawner`` runs each single-user server
-(``jupyterhub-singleuser`` of this venv) as the current unix user, with a home folder of its
+(``jupyterhub.singleuser`` of this Python) as the current unix user, with a home folder of its
 own under the tmp folder. The extension is on in those servers because this venv's Jupyter
 config enables it, as ``pip install`` does in a single-user image.
 
@@ -199,7 +199,6 @@ class Hub:
 
 def _config(state: Path, homes: Path, admin_token: str, ports: dict[str, int]) -> str:
     """The hub's ``jupyterhub_config.py``: loopback ports, temp state, two users, local spawns."""
-    singleuser = Path(sys.executable).parent / "jupyterhub-singleuser"
     settings: dict[str, Any] = {
         "JupyterHub": {
             "bind_url": f"http://127.0.0.1:{ports['public']}",
@@ -231,8 +230,8 @@ def _config(state: Path, homes: Path, admin_token: str, ports: dict[str, int]) -
         "Authenticator": {"allowed_users": list(USERS)},
         "SimpleLocalProcessSpawner": {"home_dir_template": str(homes / "{username}")},
         "Spawner": {
-            # The single-user server of this very environment, whatever PATH says.
-            "cmd": [str(singleuser)],
+            # The single-user server of this very Python (this venv), whatever PATH says.
+            "cmd": [sys.executable, "-m", "jupyterhub.singleuser"],
             # CI runs as root; jupyter_server refuses root without this.
             "args": ["--allow-root"],
             "default_url": "/lab",
