@@ -166,7 +166,12 @@ class Relay:
                     "POST", self.target.mcp_url, content=body, headers=headers
                 ) as response:
                     stale = headers.get("Mcp-Session-Id")
-                    if attempt == 0 and response.status_code == 404 and stale:
+                    if (
+                        attempt == 0
+                        and stale is not None
+                        and response.status_code == 404
+                        and message.get("method") != "initialize"
+                    ):
                         await response.aread()
                         if await self._reopen(stale):
                             continue  # the same message again, in the new session
