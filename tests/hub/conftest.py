@@ -197,8 +197,14 @@ class Hub:
         return self.log_file.read_text(errors="replace")[-6000:]
 
 
-def _config(state: Path, homes: Path, admin_token: str, ports: dict[str, int]) -> str:
-    """The hub's ``jupyterhub_config.py``: loopback ports, temp state, two users, local spawns."""
+def _config(
+    state: Path, homes: Path, policies: Path, admin_token: str, ports: dict[str, int]
+) -> str:
+    """The hub's ``jupyterhub_config.py``: loopback ports, temp state, two users, local spawns.
+
+    Each server also reads the admin's config folder ``policies/<user>`` (``JUPYTER_CONFIG_PATH``,
+    as a config folder of the single-user image would be).
+    """
     settings: dict[str, Any] = {
         "JupyterHub": {
             "bind_url": f"http://127.0.0.1:{ports['public']}",
@@ -243,6 +249,13 @@ def _config(state: Path, homes: Path, admin_token: str, ports: dict[str, int]) -
     for section, values in settings.items():
         for key, value in values.items():
             lines.append(f"c.{section}.{key} = {value!r}")
+    # Per user, so a callable of the spawner (which JupyterHub calls for each spawn).
+    lines += [
+        f"POLICIES = {str(policies)!r}",
+        "c.Spawner.environment = {",
+        '    "JUPYTER_CONFIG_PATH": lambda spawner: f"{POLICIES}/{spawner.user.name}",',
+        "}",
+    ]
     return "\n".join(lines) + "\n"
 
 
@@ -305,10 +318,16 @@ def hub(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Hub]:
     state.mkdir()
     for user in USERS:
         _quiet_lab(homes / user)
+    # The admin makes bob's server read-only (alice's has no policy).
+    policies = base / "policies"
+    (policies / "bob").mkdir(parents=True)
+    (policies / "bob" / "jupyter_server_config.json").write_text(
+        json.dumps({"JupyterMCP": {"read_only": True}})
+    )
     ports = {name: free_port() for name in ("public", "hub", "proxy_api")}
     admin_token = secrets.token_hex(16)
     config = state / "jupyterhub_config.py"
-    config.write_text(_config(state, homes, admin_token, ports))
+    config.write_text(_config(state, homes, policies, admin_token, ports))
     log_file = base / "jupyterhub.log"
     log = open(log_file, "ab")  # noqa: SIM115 (closed at teardown)
     env = {**os.environ, "PATH": f"{proxy.parent}{os.pathsep}{os.environ.get('PATH', '')}"}

@@ -197,6 +197,36 @@ async def test_no_token_is_refused(hub: Hub) -> None:
     assert snapshot(home) == before
 
 
+def test_the_admins_policy_binds_bobs_server(hub: Hub) -> None:
+    bob = hub.home("bob")
+    token = hub.new_token("bob", ["access:servers!user=bob"], note="bob's agent")
+    base = hub.server_url("bob")
+    (bob / "mine.txt").write_text("bob's own\n")
+
+    listed = request(f"{base}mcp/list_tools", token=token)
+    read = request(
+        f"{base}mcp/get_file_text_by_path",
+        method="POST",
+        token=token,
+        body={"pathInProject": "mine.txt"},
+    )
+    written = request(
+        f"{base}mcp/create_new_file_with_text",
+        method="POST",
+        token=token,
+        body={"pathInProject": "policy.txt", "text": "x"},
+    )
+
+    # His own token gets in (unlike alice's) ...
+    assert listed.status == read.status == written.status == 200
+    assert read.json()["status"]["content"] == "bob's own\n"
+    # ... and c.JupyterMCP.read_only from the admin's config for his server holds.
+    names = {tool["name"] for tool in listed.json()}
+    assert "get_file_text_by_path" in names and "create_new_file_with_text" not in names
+    assert written.json()["status"] is None and written.json()["error"]
+    assert not (bob / "policy.txt").exists()
+
+
 # --- seed and proxy REST --------------------------------------------------------------------
 
 
