@@ -116,16 +116,17 @@ chromium:
 # its target and add a line `test-deps: your-target` next to it; do not add a recipe here.
 test-deps: $(STAMPS)/develop chromium
 
-# The external MCP clients the tests drive (MCP Inspector CLI, conformance suite, Node 22), from
-# tests/npm-tools into .cache/npm-tools. Without npm the tests that need them skip.
+# The external programs the tests drive (MCP Inspector CLI, conformance suite, Node 22, and
+# JupyterHub's configurable-http-proxy), from tests/npm-tools into .cache/npm-tools. Without npm
+# the tests that need them skip.
 NPM_TOOLS := $(CURDIR)/.cache/npm-tools
 $(NPM_TOOLS)/.installed: tests/npm-tools/package.json tests/npm-tools/package-lock.json
 	@if command -v npm >/dev/null; then \
-		echo "==> installing the MCP Inspector and conformance suite into .cache/npm-tools"; \
+		echo "==> installing the MCP Inspector, conformance suite and proxy into .cache/npm-tools"; \
 		mkdir -p $(NPM_TOOLS) && cp $^ $(NPM_TOOLS)/ && \
 		cd $(NPM_TOOLS) && $(QUIET) npm install --no-audit --no-fund && touch $@; \
 	else \
-		echo "note: npm not found: the Inspector and conformance tests will be skipped."; \
+		echo "note: npm not found: the Inspector, conformance and JupyterHub tests will be skipped."; \
 	fi
 npm-tools: $(NPM_TOOLS)/.installed
 test-deps: npm-tools

@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import json
 import os
+import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlparse
 
 from ..core.paths import is_inside
 
@@ -27,6 +30,63 @@ class ServerTarget:
     mcp_url: str
     token: str
     root_dir: str | None = None
+
+
+@dataclass
+class HubServer:
+    """This process runs inside a JupyterHub single-user server (the hub set its environment).
+
+    ``server_url`` and ``hub_url`` are the public addresses when the hub told them (its
+    ``public_url`` or ``JUPYTERHUB_HOST``), else None: behind a proxy only the user's browser
+    knows them.
+    """
+
+    user: str
+    prefix: str
+    server_url: str | None
+    hub_url: str | None
+
+    @property
+    def scope(self) -> str:
+        """The hub scope an agent's token needs for this user's servers, and nothing more."""
+        return f"access:servers!user={self.user}"
+
+
+def hub_server(env: Mapping[str, str] | None = None) -> HubServer | None:
+    """The JupyterHub server this process runs in, from the variables the hub's spawner sets."""
+    env = os.environ if env is None else env
+    prefix = env.get("JUPYTERHUB_SERVICE_PREFIX", "")
+    if not (env.get("JUPYTERHUB_API_TOKEN") and prefix):
+        return None
+    prefix = prefix if prefix.endswith("/") else prefix + "/"
+    host = env.get("JUPYTERHUB_HOST", "").rstrip("/")
+    base = env.get("JUPYTERHUB_BASE_URL", "/")
+    base = base if base.endswith("/") else base + "/"
+    server_url = env.get("JUPYTERHUB_PUBLIC_URL") or (host + prefix if host else None)
+    hub_url = env.get("JUPYTERHUB_PUBLIC_HUB_URL") or (f"{host}{base}hub/" if host else None)
+    user = env.get("JUPYTERHUB_USER") or prefix.rstrip("/").rsplit("/", 1)[-1]
+    return HubServer(
+        user=user,
+        prefix=prefix,
+        server_url=_with_slash(server_url) if server_url else None,
+        hub_url=_with_slash(hub_url) if hub_url else None,
+    )
+
+
+def _with_slash(url: str) -> str:
+    return url if url.endswith("/") else url + "/"
+
+
+_LOOPBACK = {"localhost", "127.0.0.1", "::1"}
+_HUB_USER_PATH = re.compile(r"/user/[^/]+/?(mcp/?)?$")
+
+
+def relay_needs_url(server_url: str) -> bool:
+    """Whether a relay must be told ``server_url``: it cannot find that server in this
+    machine's runtime files (another host, or a JupyterHub user's server, whose runtime files
+    live in that user's home)."""
+    parsed = urlparse(server_url)
+    return (parsed.hostname or "") not in _LOOPBACK or bool(_HUB_USER_PATH.search(parsed.path))
 
 
 def mcp_url_of(server_url: str) -> str:

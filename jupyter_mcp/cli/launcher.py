@@ -26,10 +26,22 @@ def _in_process_root() -> str | None:
     return str(ServerApp.instance().root_dir) or None
 
 
+#: The command line program (console script) of this package: the one place that names it.
+PROGRAM = "jupyter-mcp"
+
+
+def distribution_name() -> str:
+    """The name this package is installed under (what ``pip install`` takes)."""
+    from importlib.metadata import packages_distributions
+
+    names = packages_distributions().get(__name__.split(".", 1)[0]) or [PROGRAM]
+    return names[0]
+
+
 def relay_launcher() -> list[str]:
-    """How to start ``jupyter-mcp`` of this environment: its console script, else ``-m``."""
+    """How to start the program of this environment: its console script, else ``-m``."""
     scripts = Path(sys.executable).parent
-    for name in ("jupyter-mcp", "jupyter-mcp.exe"):
+    for name in (PROGRAM, f"{PROGRAM}.exe"):
         script = scripts / name
         if script.is_file() and os.access(script, os.X_OK):
             return [str(script)]

@@ -18,9 +18,9 @@ import os
 import sys
 from pathlib import Path
 
-from .clients import client_snippets
-from .discovery import NoServerError, resolve_target
-from .launcher import stdio_command
+from .clients import TOKEN_PLACEHOLDER, client_snippets, hub_token_help
+from .discovery import NoServerError, hub_server, mcp_url_of, relay_needs_url, resolve_target
+from .launcher import PROGRAM, stdio_command
 from .relay import relay_stdio
 
 log = logging.getLogger("jupyter_mcp.cli")
@@ -29,11 +29,14 @@ log = logging.getLogger("jupyter_mcp.cli")
 def _add_server_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--url",
-        help="The Jupyter server's URL (e.g. http://localhost:8888/); default: the running "
-        "server that serves --root.",
+        help="The Jupyter server's URL (e.g. http://localhost:8888/, or "
+        "https://HUB/user/NAME/ for a JupyterHub server); default: the running server that "
+        "serves --root.",
     )
     parser.add_argument(
-        "--token", help="The server's token; default: from its runtime file, or $JUPYTER_TOKEN."
+        "--token",
+        help="The server's token (for JupyterHub: a token from the hub's Token page); "
+        "default: from its runtime file, or $JUPYTER_TOKEN.",
     )
     parser.add_argument(
         "--root",
@@ -53,10 +56,33 @@ def run_stdio(args: argparse.Namespace) -> int:
 
 
 def print_config(args: argparse.Namespace) -> int:
-    """``config``: print the lines that add the server to MCP clients."""
+    """``config``: print the lines that add the server to MCP clients.
+
+    Inside a JupyterHub single-user server the lines are for an agent elsewhere: the server's
+    public URL and a personal token of the user's (without ``--token``, how to get one from the
+    hub, and a placeholder: the server's own token never leaves it).
+    """
+    hub = hub_server()
+    if hub is not None:
+        server_url = (args.url or hub.server_url or f"<your hub>{hub.prefix}").split("?", 1)[0]
+        if not args.token:
+            print(hub_token_help(hub))
+            print()
+        elif server_url.startswith("<your hub>"):
+            print("Replace <your hub> below with the address you open JupyterHub at.\n")
+        # The bridge runs where the agent does, not here: named by its program, not a path.
+        lines = client_snippets(
+            mcp_url_of(server_url),
+            args.token or TOKEN_PLACEHOLDER,
+            server_url=server_url,
+            launcher=[PROGRAM],
+        )
+        print(lines)
+        return 0
     target = resolve_target(args.url, args.token, args.root)
     root = target.root_dir or args.root or os.getcwd()
-    print(client_snippets(target.mcp_url, target.token, root_dir=root))
+    remote = args.url.split("?", 1)[0] if args.url and relay_needs_url(args.url) else None
+    print(client_snippets(target.mcp_url, target.token, root_dir=root, server_url=remote))
     return 0
 
 
@@ -77,7 +103,7 @@ def print_stdio_command(args: argparse.Namespace) -> int:
 def build_parser() -> argparse.ArgumentParser:
     """The command line: one subcommand per job."""
     parser = argparse.ArgumentParser(
-        prog="jupyter-mcp",
+        prog=PROGRAM,
         description="Connect MCP clients to a running Jupyter server (jupyter-mcp extension).",
     )
     parser.add_argument("-v", "--verbose", action="store_true", help="Log more (to stderr).")

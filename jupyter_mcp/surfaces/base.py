@@ -9,8 +9,9 @@ they hit: :meth:`MCPBaseHandler.error_payload`.
 from __future__ import annotations
 
 import json
+import os
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import urlparse
 
@@ -77,12 +78,30 @@ class MCPBaseHandler(MCPAppMixin, APIHandler):
         exc = kwargs.get("exc_info", (None, None, None))[1]
         if isinstance(exc, web.HTTPError) and exc.log_message:
             reason = exc.log_message % exc.args if exc.args else exc.log_message
+        elif status_code == 403:
+            # Jupyter refuses a request that no credential authenticates with a bare 403:
+            # say what the server wants (under JupyterHub, which token).
+            reason = not_authenticated_reason()
         self.set_header("Content-Type", "application/json; charset=UTF-8")
         self.finish(json.dumps(self.error_payload(reason)))
 
     def error_payload(self, reason: str) -> dict[str, Any]:
         """The body of an HTTP-level error: the seed shape, which scripts read."""
         return {"status": None, "error": reason}
+
+
+def not_authenticated_reason(env: Mapping[str, str] | None = None) -> str:
+    """Why a request without an accepted credential is refused, and what to send instead."""
+    env = os.environ if env is None else env
+    reason = "Forbidden: no credential this server accepts; send 'Authorization: token <token>'"
+    user = env.get("JUPYTERHUB_USER")
+    if user and env.get("JUPYTERHUB_SERVICE_PREFIX"):
+        # Inside a JupyterHub single-user server: only a hub token of its user gets in.
+        reason += (
+            f" with a JupyterHub token of {user}'s (scope access:servers!user={user}, "
+            "from the hub's Token page)"
+        )
+    return reason
 
 
 def origin_allowed(handler: web.RequestHandler, allowed_origins: Iterable[str]) -> bool:

@@ -42,7 +42,11 @@ def relay_params(runtime_dir: str, jp_root_dir: Path, tmp_path: Path):  # type: 
             command=RELAY,
             args=list(args) or ["stdio"],
             cwd=str(cwd),
-            env={"JUPYTER_RUNTIME_DIR": runtime_dir},
+            # The SDK gives the relay a minimal environment: keep this checkout's package first.
+            env={
+                "JUPYTER_RUNTIME_DIR": runtime_dir,
+                "PYTHONPATH": os.environ.get("PYTHONPATH", ""),
+            },
         )
 
     return _params
@@ -199,3 +203,26 @@ async def test_relay_reports_an_unreachable_server_as_an_error_answer(tmp_path):
     assert answer["id"] == 7
     assert "unreachable" in answer["error"]["message"]
     assert process.returncode == 0
+
+
+async def test_relay_opens_a_new_session_when_the_server_lost_its_own(
+    relay_params, errlog, mcp_app, jp_root_dir, jp_serverapp
+):
+    from jupyter_mcp.surfaces.mcp import MCPSurface, allowed_hosts
+
+    (jp_root_dir / "kept.txt").write_text("still here\n")
+    services = mcp_app.tool_context.services
+
+    async with Client(stdio_client_for(relay_params(), errlog), mode="legacy") as client:
+        before = await client.call_tool("get_file_text_by_path", {"pathInProject": "kept.txt"})
+        # What a restarted server has: the same routes, no memory of the relay's session.
+        await services.mcp_surface.stop()
+        services.mcp_surface = MCPSurface(
+            mcp_app.registry, mcp_app.tool_context, allowed_hosts=allowed_hosts(jp_serverapp)
+        )
+        after = await client.call_tool("get_file_text_by_path", {"pathInProject": "kept.txt"})
+        listed = await client.list_tools()
+
+    assert before.is_error is False and after.is_error is False
+    assert "still here" in after.content[0].text
+    assert listed.tools
