@@ -40,7 +40,7 @@ help:
 	@echo "make run     JupyterLab with jupyter-mcp on notebooks/ (prints URL, token, curl line)"
 	@echo "make test    everything the tests need, then the whole test suite"
 	@echo "make lint    ruff check + format --check, mypy; eslint, prettier, stylelint --check"
-	@echo "make wheel   build dist/jupyter_mcp-*.whl (labextension included)"
+	@echo "make wheel   build dist/jupyter_mcp_ide-*.whl (labextension included)"
 	@echo "make clean   remove the venv, built assets and node_modules"
 
 # --- Python ---------------------------------------------------------------------------------
@@ -56,7 +56,7 @@ $(BIN)/python:
 # labextension is built by its own target below. A reinstall first drops the `develop` link so
 # pip never writes through it into jupyter_mcp/labextension.
 $(STAMPS)/install: pyproject.toml | $(BIN)/python
-	@echo "==> installing jupyter-mcp (editable, with the test extra) into .venv"
+	@echo "==> installing jupyter-mcp-ide (editable, with the test extra) into .venv"
 	@$(QUIET) $(BIN)/python -m pip install -q \
 		"hatchling>=1.18" "hatch-jupyter-builder>=0.9" editables "jupyterlab>=4.6,<5"
 	@if [ -L $(VENV)/share/jupyter/labextensions/jupyter-mcp ]; then \

@@ -61,7 +61,7 @@ PYEOF
 
 BANNER
             echo " Connect MCP clients (standard MCP at ${BASE}/mcp):"
-            .venv/bin/jupyter-mcp config --url "${BASE}/" --token "${TOKEN}" \
+            .venv/bin/jupyter-mcp-ide config --url "${BASE}/" --token "${TOKEN}" \
                 --root "$(cd "$ROOT_DIR" && pwd)" | sed 's/^/   /'
             echo "================================================================================"
             exit 0

@@ -1,6 +1,6 @@
 """How to add a running server to MCP clients: the lines users paste.
 
-:func:`client_snippets` is what ``jupyter mcp config`` and ``make run`` print: Claude Code over
+:func:`client_snippets` is what ``jupyter mcp-ide config`` and ``make run`` print: Claude Code over
 HTTP (with the token header) and over stdio, and the ``mcpServers`` JSON for Claude Desktop and
 Cursor. The stdio forms run the relay, which finds the server serving the project folder
 through Jupyter's runtime files, so no token ends up in a config file.

@@ -1,7 +1,7 @@
 """Finding the running Jupyter server that serves a folder, through Jupyter's runtime files.
 
 Each running server writes a ``jpserver-*.json`` runtime file with its URL, token and root; the
-relay and ``jupyter mcp config`` read them (or take ``--url``/``--token``) so that no token has
+relay and ``jupyter mcp-ide config`` read them (or take ``--url``/``--token``) so that no token has
 to be written into a client's configuration.
 """
 

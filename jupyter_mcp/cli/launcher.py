@@ -12,6 +12,7 @@ import os
 import sys
 from pathlib import Path
 
+from . import PROGRAM
 from .discovery import find_server, running_servers
 
 
@@ -27,9 +28,9 @@ def _in_process_root() -> str | None:
 
 
 def relay_launcher() -> list[str]:
-    """How to start ``jupyter-mcp`` of this environment: its console script, else ``-m``."""
+    """How to start this environment's relay: its console script, else ``python -m``."""
     scripts = Path(sys.executable).parent
-    for name in ("jupyter-mcp", "jupyter-mcp.exe"):
+    for name in (PROGRAM, PROGRAM + ".exe"):
         script = scripts / name
         if script.is_file() and os.access(script, os.X_OK):
             return [str(script)]

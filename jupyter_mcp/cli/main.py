@@ -1,4 +1,4 @@
-"""``jupyter-mcp`` (also ``jupyter mcp``): connect MCP clients to a running Jupyter server.
+"""``jupyter-mcp-ide`` (``jupyter mcp-ide``): connect MCP clients to a running Jupyter server.
 
 - ``stdio`` relays MCP between stdin/stdout and the server that serves the current folder
   (:mod:`jupyter_mcp.cli.relay`), found through Jupyter's runtime files
@@ -18,6 +18,7 @@ import os
 import sys
 from pathlib import Path
 
+from . import PROGRAM
 from .clients import client_snippets
 from .discovery import NoServerError, resolve_target
 from .launcher import stdio_command
@@ -44,7 +45,7 @@ def _add_server_arguments(parser: argparse.ArgumentParser) -> None:
 def run_stdio(args: argparse.Namespace) -> int:
     """``stdio``: relay MCP between stdin/stdout and the running server."""
     target = resolve_target(args.url, args.token, args.root)
-    log.info("jupyter-mcp: relaying stdio to %s", target.mcp_url)
+    log.info("%s: relaying stdio to %s", PROGRAM, target.mcp_url)
     try:
         asyncio.run(relay_stdio(target))
     except KeyboardInterrupt:
@@ -66,7 +67,7 @@ def print_stdio_command(args: argparse.Namespace) -> int:
     argv = stdio_command(root)
     if argv is None:
         print(
-            f"jupyter-mcp: no running Jupyter server serves {Path(root).resolve()}",
+            f"{PROGRAM}: no running Jupyter server serves {Path(root).resolve()}",
             file=sys.stderr,
         )
         return 1
@@ -77,8 +78,8 @@ def print_stdio_command(args: argparse.Namespace) -> int:
 def build_parser() -> argparse.ArgumentParser:
     """The command line: one subcommand per job."""
     parser = argparse.ArgumentParser(
-        prog="jupyter-mcp",
-        description="Connect MCP clients to a running Jupyter server (jupyter-mcp extension).",
+        prog=PROGRAM,
+        description="Connect MCP clients to a running Jupyter server (the jupyter_mcp extension).",
     )
     parser.add_argument("-v", "--verbose", action="store_true", help="Log more (to stderr).")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -107,7 +108,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of the ``jupyter-mcp`` console script."""
+    """Entry point of the console script (:data:`~jupyter_mcp.cli.PROGRAM`)."""
     parser = build_parser()
     args = parser.parse_args(argv)
     logging.basicConfig(
@@ -122,7 +123,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(handler(args) or 0)
     except NoServerError as e:
-        print(f"jupyter-mcp: {e}", file=sys.stderr)
+        print(f"{PROGRAM}: {e}", file=sys.stderr)
         return 1
 
 

@@ -1,4 +1,4 @@
-"""``jupyter_mcp.stdio_command()`` and ``jupyter mcp stdio-command``: the relay's argv."""
+"""``jupyter_mcp.stdio_command()`` and ``jupyter mcp-ide stdio-command``: the relay's argv."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The ``jupyter-mcp`` command line: ``config`` prints what adds the server to clients."""
+"""The ``jupyter-mcp-ide`` command line: ``config`` prints what adds the server to clients."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The stdio relay (``jupyter-mcp stdio``) driven by the official SDK's stdio client.
+"""The stdio relay (``jupyter-mcp-ide stdio``) driven by the official SDK's stdio client.
 
 The relay is a real subprocess that finds the test server through its runtime file (no
 ``--url``/``--token``), relaying to the server that runs in this test's event loop.
@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -17,10 +16,14 @@ import anyio
 import pytest
 from mcp import Client, StdioServerParameters
 
+from jupyter_mcp.cli.launcher import relay_launcher
 from jupyter_mcp.core.context import ToolContext
 from jupyter_mcp.core.registry import Tool
 
-RELAY = str(Path(sys.executable).parent / "jupyter-mcp")
+# The console script when this environment has it installed, else ``python -m jupyter_mcp.cli``.
+RELAY, *RELAY_ARGS = relay_launcher()
+#: The relay runs the code under test: this checkout when PYTHONPATH puts it first.
+RELAY_ENV = {"PYTHONPATH": os.environ["PYTHONPATH"]} if os.environ.get("PYTHONPATH") else {}
 
 
 @pytest.fixture
@@ -40,9 +43,9 @@ def relay_params(runtime_dir: str, jp_root_dir: Path, tmp_path: Path):  # type: 
     def _params(*args: str, cwd: Path = project_sub) -> StdioServerParameters:
         return StdioServerParameters(
             command=RELAY,
-            args=list(args) or ["stdio"],
+            args=[*RELAY_ARGS, *(args or ["stdio"])],
             cwd=str(cwd),
-            env={"JUPYTER_RUNTIME_DIR": runtime_dir},
+            env={"JUPYTER_RUNTIME_DIR": runtime_dir, **RELAY_ENV},
         )
 
     return _params
@@ -154,6 +157,7 @@ async def test_relay_without_a_running_server_says_so(tmp_path):
     env = {**os.environ, "JUPYTER_RUNTIME_DIR": str(empty_runtime)}
     process = await asyncio.create_subprocess_exec(
         RELAY,
+        *RELAY_ARGS,
         "stdio",
         cwd=tmp_path,
         env=env,
@@ -182,6 +186,7 @@ async def test_relay_reports_an_unreachable_server_as_an_error_answer(tmp_path):
     }
     process = await asyncio.create_subprocess_exec(
         RELAY,
+        *RELAY_ARGS,
         "stdio",
         "--url",
         "http://127.0.0.1:9/",
