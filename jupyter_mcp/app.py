@@ -11,7 +11,7 @@ from jupyter_server.extension.application import ExtensionApp
 from traitlets import Bool, Float, Int, List, TraitError, Unicode, Union, observe, validate
 
 from .core.context import Settings, ToolContext
-from .core.registry import Registry
+from .core.registry import TOOLSETS, Registry, unknown_toolsets
 from .core.version import __version__
 from .lab.editor import EditorBridge
 from .plugins.host import load_plugins
@@ -37,6 +37,17 @@ class JupyterMCP(ExtensionApp):
         _DEFAULTS.read_only,
         config=True,
         help="Hide and refuse every tool that is not read-only.",
+    )
+    toolsets = List(
+        Unicode(),
+        default_value=list(TOOLSETS),
+        config=True,
+        help=(
+            "Tool sets the server serves (default: all of them): "
+            + ", ".join(TOOLSETS)
+            + ". Tools of the other sets are hidden and refused; a connection can narrow the "
+            "set further with ?toolsets=files,git on its URL."
+        ),
     )
     disabled_tools = List(
         Unicode(),
@@ -177,6 +188,18 @@ class JupyterMCP(ExtensionApp):
     def _policy_changed(self, change: dict[str, Any]) -> None:
         if hasattr(self, "tool_context"):
             self.tool_context.settings = self.settings_snapshot()
+
+    @validate("toolsets")
+    def _check_toolsets(self, proposal: dict[str, Any]) -> Any:
+        # "files,git" in one item is the command line's way: --JupyterMCP.toolsets=files,git
+        names = [n for item in proposal["value"] for n in item.replace(",", " ").split()]
+        unknown = unknown_toolsets(names)
+        if unknown:
+            raise TraitError(
+                f"JupyterMCP.toolsets: unknown tool set{'s' if len(unknown) > 1 else ''} "
+                f"{', '.join(map(repr, unknown))}; the tool sets are {', '.join(TOOLSETS)}"
+            )
+        return names
 
     @validate("port_range")
     def _check_port_range(self, proposal: dict[str, Any]) -> Any:

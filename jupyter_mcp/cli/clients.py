@@ -12,10 +12,12 @@ import json
 import shlex
 from typing import Any
 
-from .launcher import relay_launcher
+from ..core.registry import TOOLSETS
+from .discovery import with_toolsets
+from .launcher import relay_launcher, toolsets_arguments
 
 
-def relay_command(root_dir: str | None = None) -> list[str]:
+def relay_command(root_dir: str | None = None, toolsets: str | None = None) -> list[str]:
     """The command line that starts the stdio relay for ``root_dir``, with absolute paths.
 
     Desktop apps start servers with a bare environment, so the executable is spelled out.
@@ -24,12 +26,12 @@ def relay_command(root_dir: str | None = None) -> list[str]:
     command.append("stdio")
     if root_dir:
         command += ["--root", root_dir]
-    return command
+    return command + toolsets_arguments(toolsets)
 
 
-def stdio_entry(root_dir: str | None = None) -> dict[str, Any]:
+def stdio_entry(root_dir: str | None = None, toolsets: str | None = None) -> dict[str, Any]:
     """An ``mcpServers`` entry (Claude Desktop, Cursor) that runs the stdio relay."""
-    command = relay_command(root_dir)
+    command = relay_command(root_dir, toolsets)
     return {"command": command[0], "args": command[1:]}
 
 
@@ -42,19 +44,31 @@ def http_entry(mcp_url: str, token: str) -> dict[str, Any]:
 
 
 def client_snippets(
-    mcp_url: str, token: str, *, root_dir: str | None = None, name: str = "jupyter"
+    mcp_url: str,
+    token: str,
+    *,
+    root_dir: str | None = None,
+    name: str = "jupyter",
+    toolsets: str | None = None,
 ) -> str:
-    """The configuration lines for Claude Code, Claude Desktop and Cursor, as printable text."""
+    """The configuration lines for Claude Code, Claude Desktop and Cursor, as printable text.
+
+    ``toolsets`` (``"files,git"``) makes every line connect with only those tool sets.
+    """
+    mcp_url = with_toolsets(mcp_url, toolsets)
     header = f' --header "Authorization: token {token}"' if token else ""
-    stdio = shlex.join(relay_command(root_dir))
-    desktop = json.dumps({"mcpServers": {name: stdio_entry(root_dir)}}, indent=2)
+    stdio = shlex.join(relay_command(root_dir, toolsets))
+    desktop = json.dumps({"mcpServers": {name: stdio_entry(root_dir, toolsets)}}, indent=2)
     cursor_http = json.dumps({"mcpServers": {name: http_entry(mcp_url, token)}}, indent=2)
+    chosen = "only " + mcp_url.split("toolsets=", 1)[1] if toolsets else "all"
     return "\n".join(
         [
             f"MCP endpoint: {mcp_url}",
+            f"Tool sets: {chosen} (of {', '.join(TOOLSETS)}; choose with --toolsets,"
+            " or ?toolsets= on the URL)",
             "",
             "Claude Code (HTTP):",
-            f"  claude mcp add --transport http {name} {mcp_url}{header}",
+            f"  claude mcp add --transport http {name} {shlex.quote(mcp_url)}{header}",
             "Claude Code (stdio, no token stored):",
             f"  claude mcp add {name} -- {stdio}",
             "",
@@ -65,7 +79,7 @@ def client_snippets(
             cursor_http,
             "",
             "MCP Inspector:",
-            f"  npx @modelcontextprotocol/inspector --cli --transport http --server-url {mcp_url}"
-            f"{header} --method tools/list",
+            "  npx @modelcontextprotocol/inspector --cli --transport http --server-url "
+            f"{shlex.quote(mcp_url)}{header} --method tools/list",
         ]
     )

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.paths import is_inside
+from ..core.registry import TOOLSETS, parse_toolsets
 
 
 class NoServerError(Exception):
@@ -35,6 +36,14 @@ def mcp_url_of(server_url: str) -> str:
     if base.rstrip("/").endswith("/mcp"):
         return base.rstrip("/")
     return base.rstrip("/") + "/mcp"
+
+
+def with_toolsets(mcp_url: str, toolsets: str | None) -> str:
+    """``mcp_url`` choosing the tool sets ``toolsets`` (``"files,git"``; None: all of them)."""
+    if not toolsets:
+        return mcp_url
+    names = ",".join(sorted(parse_toolsets(toolsets), key=TOOLSETS.index))
+    return f"{mcp_url}{'&' if '?' in mcp_url else '?'}toolsets={names}"
 
 
 def find_server(folder: Path, servers: list[dict[str, Any]]) -> dict[str, Any] | None:

@@ -18,9 +18,11 @@ import os
 import sys
 from pathlib import Path
 
+from ..core.errors import ToolError
+from ..core.registry import TOOLSETS
 from . import PROGRAM
 from .clients import client_snippets
-from .discovery import NoServerError, resolve_target
+from .discovery import NoServerError, resolve_target, with_toolsets
 from .launcher import stdio_command
 from .relay import relay_stdio
 
@@ -42,9 +44,20 @@ def _add_server_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _add_toolsets_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--toolsets",
+        metavar="SETS",
+        help="Serve only these tool sets, comma-separated (default: all the server serves): "
+        + ", ".join(TOOLSETS)
+        + ".",
+    )
+
+
 def run_stdio(args: argparse.Namespace) -> int:
     """``stdio``: relay MCP between stdin/stdout and the running server."""
     target = resolve_target(args.url, args.token, args.root)
+    target.mcp_url = with_toolsets(target.mcp_url, args.toolsets)
     log.info("%s: relaying stdio to %s", PROGRAM, target.mcp_url)
     try:
         asyncio.run(relay_stdio(target))
@@ -57,14 +70,14 @@ def print_config(args: argparse.Namespace) -> int:
     """``config``: print the lines that add the server to MCP clients."""
     target = resolve_target(args.url, args.token, args.root)
     root = target.root_dir or args.root or os.getcwd()
-    print(client_snippets(target.mcp_url, target.token, root_dir=root))
+    print(client_snippets(target.mcp_url, target.token, root_dir=root, toolsets=args.toolsets))
     return 0
 
 
 def print_stdio_command(args: argparse.Namespace) -> int:
     """``stdio-command``: print the relay's argv as a JSON array (exit 1 without a server)."""
     root = args.root or os.getcwd()
-    argv = stdio_command(root)
+    argv = stdio_command(root, toolsets=args.toolsets)
     if argv is None:
         print(
             f"{PROGRAM}: no running Jupyter server serves {Path(root).resolve()}",
@@ -88,12 +101,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="Relay MCP over stdin/stdout to the running server that serves this folder.",
     )
     _add_server_arguments(stdio)
+    _add_toolsets_argument(stdio)
     stdio.set_defaults(handler=run_stdio)
     config = commands.add_parser(
         "config",
         help="Print how to add the server to Claude Code, Claude Desktop and Cursor.",
     )
     _add_server_arguments(config)
+    _add_toolsets_argument(config)
     config.set_defaults(handler=print_config)
     stdio_command_parser = commands.add_parser(
         "stdio-command",
@@ -103,6 +118,7 @@ def build_parser() -> argparse.ArgumentParser:
     stdio_command_parser.add_argument(
         "--root", help="The folder whose server to use (default: the current folder)."
     )
+    _add_toolsets_argument(stdio_command_parser)
     stdio_command_parser.set_defaults(handler=print_stdio_command)
     return parser
 
@@ -125,6 +141,9 @@ def main(argv: list[str] | None = None) -> int:
     except NoServerError as e:
         print(f"{PROGRAM}: {e}", file=sys.stderr)
         return 1
+    except ToolError as e:  # a bad --toolsets
+        print(f"{PROGRAM}: {e}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

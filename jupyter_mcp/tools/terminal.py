@@ -25,7 +25,7 @@ from ..execution.processes import (
 )
 from ..execution.terminal import TERMINAL_NAME
 
-tools = ToolSet()
+tools = ToolSet("terminal")
 
 #: Longest wait the ``wait`` tool and the terminal waits accept (milliseconds).
 MAX_WAIT_MS = 300_000
