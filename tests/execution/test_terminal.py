@@ -151,6 +151,32 @@ async def test_cancelling_the_call_kills_the_command(tmp_path: Path) -> None:
     assert not ctx.services.background_commands.running
 
 
+async def test_a_command_cancelled_again_while_it_is_killed_is_not_left_listed(
+    tmp_path: Path,
+) -> None:
+    # anyio's cancel scopes (the MCP SDK runs each call in one) cancel at every await, so the
+    # clean-up after a cancellation is itself cancelled.
+    marker = f"{50 + uuid.uuid4().int % 1000}.{uuid.uuid4().int % 10**6}"
+    ctx = ToolContext(root_dir=tmp_path)
+    ctx.services = build_services(ctx)
+    task = asyncio.create_task(
+        terminal_tools.run_command_on_background(ctx, command=f"sleep {marker}")
+    )
+    deadline = time.monotonic() + 5
+    while not _processes_with(f"sleep {marker}") and time.monotonic() < deadline:
+        await asyncio.sleep(0.05)
+    while not task.done():  # as a cancel scope does: again at every await, clean-up included
+        task.cancel()
+        await asyncio.sleep(0.002)
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert await _until_gone(f"sleep {marker}") == []
+    deadline = time.monotonic() + 10
+    while ctx.services.background_commands.running and time.monotonic() < deadline:
+        await asyncio.sleep(0.05)
+    assert not ctx.services.background_commands.running
+
+
 # --- wait ----------------------------------------------------------------------------------
 
 
