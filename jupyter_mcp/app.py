@@ -243,13 +243,14 @@ class JupyterMCP(ExtensionApp):
         )
         # The editor link to the JupyterLab windows: the editor tools' editor, the file tools'
         # write hooks (refuse unsaved files, reload written ones), the approver of calls, and
-        # the activity panel's record of calls.
+        # the activity panel's record of calls (long ones shown while they run).
         editor = EditorBridge(self.tool_context)
         services.editor = editor
         services.before_file_write = editor.before_file_write
         services.on_file_written = editor.on_file_written
         services.approver = editor.approve
         self.registry.observers.append(editor.record_call)
+        self.registry.start_observers.append(editor.call_started)
         self.log.info(
             "jupyter_mcp %s: %d tools for %s", __version__, len(self.registry.all()), root_dir
         )

@@ -18,6 +18,7 @@ import contextvars
 import copy
 import functools
 import inspect
+import itertools
 import json
 import logging
 import math
@@ -357,6 +358,14 @@ def parse_window(arguments: dict[str, Any], max_window: int) -> tuple[int, int] 
 
 #: ``observer(name, arguments, ok, error, duration_ms)``, told after every call on every surface.
 CallObserver = Callable[[str, dict[str, Any], bool, "str | None", float], None]
+#: ``observer(call_id, name, arguments)``, told when a call starts, before anything is checked.
+StartObserver = Callable[[int, str, dict[str, Any]], None]
+
+#: The id of the call running in this context (what :data:`StartObserver` was told), so that a
+#: :data:`CallObserver` can match the end of a call to its start; None outside a call.
+current_call_id: contextvars.ContextVar[int | None] = contextvars.ContextVar(
+    "jupyter_mcp_call_id", default=None
+)
 
 
 class Registry:
@@ -366,6 +375,9 @@ class Registry:
         self._tools: dict[str, Tool] = {}
         #: Told about each finished call (the JupyterLab activity panel listens here).
         self.observers: list[CallObserver] = []
+        #: Told about each call as it starts (the panel shows long calls as running).
+        self.start_observers: list[StartObserver] = []
+        self._call_ids = itertools.count(1)
         for tool in tools:
             self.add(tool)
 
@@ -450,14 +462,32 @@ class Registry:
         serves); a tool outside them is refused like a disabled one.
 
         With ``always_window`` (standard MCP) the window applies even when the caller gave
-        no ``resultStart``/``resultEnd``; otherwise only when asked for. Every call, failed or
-        not, is reported to :attr:`observers`.
+        no ``resultStart``/``resultEnd``; otherwise only when asked for. Every call is reported
+        to :attr:`start_observers` as it starts and, failed or not, to :attr:`observers` when it
+        ends, with :data:`current_call_id` set to the same id for both.
 
         Every failure but a cancellation comes out as a :class:`ToolError`: this is the one
         place that turns an unexpected exception (a bug in a tool) into the message the agent
         reads, on every surface.
         """
         started = time.perf_counter()
+        call_id = next(self._call_ids)
+        token = current_call_id.set(call_id)
+        try:
+            self._notify_start(call_id, name, arguments)
+            return await self._observed_call(name, arguments, ctx, always_window, toolsets, started)
+        finally:
+            current_call_id.reset(token)
+
+    async def _observed_call(
+        self,
+        name: str,
+        arguments: Any,
+        ctx: ToolContext,
+        always_window: bool,
+        toolsets: frozenset[str] | None,
+        started: float,
+    ) -> CallResult:
         try:
             result = await self._call(
                 name, arguments, ctx, always_window=always_window, toolsets=toolsets
@@ -476,6 +506,16 @@ class Registry:
             raise
         self._notify(name, arguments, True, None, started)
         return result
+
+    def _notify_start(self, call_id: int, name: str, arguments: Any) -> None:
+        if not self.start_observers:
+            return
+        shown = dict(arguments) if isinstance(arguments, dict) else {}
+        for observer in list(self.start_observers):
+            try:
+                observer(call_id, name, shown)
+            except Exception:  # an observer must never break a call
+                logging.getLogger("jupyter_mcp").exception("Start observer %r failed", observer)
 
     def _notify(
         self, name: str, arguments: Any, ok: bool, error: str | None, started: float

@@ -13,6 +13,7 @@ from jupyter_mcp.core.registry import (
     TOOLSETS,
     Registry,
     ToolSet,
+    current_call_id,
     parse_toolsets,
     request_toolsets,
 )
@@ -268,3 +269,18 @@ def test_server_and_connection_tool_sets_hide_and_refuse(ctx):
     assert registry.visible(ctx, files_only) == []
     with pytest.raises(ToolError, match="echo is disabled on this server .its tool set files"):
         run(registry.call("echo", {"text": "a"}, ctx))
+
+
+def test_start_and_end_of_a_call_share_its_id(ctx):
+    registry, _ = make_registry()
+    events: list[tuple[object, ...]] = []
+    registry.start_observers.append(lambda call_id, name, args: events.append(("start", call_id)))
+    registry.observers.append(
+        lambda name, args, ok, error, ms: events.append(("end", current_call_id.get(), ok))
+    )
+    run(registry.call("echo", {"text": "a"}, ctx))
+    with pytest.raises(ToolError):
+        run(registry.call("no_such_tool", {}, ctx))
+
+    assert events == [("start", 1), ("end", 1, True), ("start", 2), ("end", 2, False)]
+    assert current_call_id.get() is None  # outside a call
