@@ -216,6 +216,19 @@ class JupyterMCP(ExtensionApp):
         if host is not None:
             host.sync(self.registry, self.disabled_plugins)
 
+    def _link_jupyter_server_extension(self, serverapp: Any) -> None:
+        """Take the configuration; an invalid setting stops the server from starting.
+
+        jupyter_server would log the error and load the extension anyway, with every setting
+        of the failed batch back at its default: a misspelt tool set would serve every tool,
+        and undo read_only on the way.
+        """
+        try:
+            super()._link_jupyter_server_extension(serverapp)
+        except TraitError as e:
+            self.log.critical("jupyter_mcp: invalid configuration, not starting: %s", e)
+            raise SystemExit(f"jupyter_mcp: invalid configuration: {e}") from e
+
     def initialize_settings(self) -> None:
         """Build the registry, the context every tool call shares, and its services.
 

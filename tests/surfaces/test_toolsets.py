@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import subprocess
+import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -224,4 +227,35 @@ def test_the_server_setting_takes_comma_lists_and_refuses_unknown_names():
     assert str(raised.value) == (
         "JupyterMCP.toolsets: unknown tool sets 'gti', 'notebook'; the tool sets are "
         + ", ".join(TOOLSETS)
+    )
+
+
+def test_an_unknown_set_in_the_configuration_stops_the_server(tmp_path):
+    env = {
+        **os.environ,
+        "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime"),
+        "JUPYTER_CONFIG_DIR": str(tmp_path / "config"),
+        "PYTHONPATH": os.pathsep.join(
+            os.path.abspath(p) for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p
+        ),
+    }
+    argv = [
+        sys.executable,
+        "-m",
+        "jupyter_server",
+        "--no-browser",
+        "--port=0",
+        f"--ServerApp.root_dir={tmp_path}",
+        "--ServerApp.jpserver_extensions={'jupyter_mcp': True}",
+        "--JupyterMCP.read_only=True",
+        "--JupyterMCP.toolsets=files,gti",
+    ]
+    if hasattr(os, "getuid") and os.getuid() == 0:
+        argv.append("--allow-root")
+    done = subprocess.run(argv, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+
+    assert done.returncode != 0
+    assert (
+        "jupyter_mcp: invalid configuration, not starting: JupyterMCP.toolsets: unknown tool set "
+        "'gti'; the tool sets are files, editor," in done.stderr
     )
