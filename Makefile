@@ -34,13 +34,15 @@ LABEXT_NODE := labextension/node_modules/.jupyter-mcp-installed
 LABEXT_SOURCES := $(shell find labextension/src labextension/style -type f 2>/dev/null) \
 	labextension/package.json labextension/tsconfig.json jupyter_mcp/lab/protocol.json
 
-.PHONY: help run test test-deps install labextension chromium npm-tools lint format wheel clean
+.PHONY: help run test test-deps install labextension chromium npm-tools lint format demos wheel \
+	clean
 
 help:
 	@echo "make run     JupyterLab with jupyter-mcp on notebooks/ (prints URL, token, curl line)"
 	@echo "make test    everything the tests need, then the whole test suite"
 	@echo "make lint    ruff check + format --check, mypy; eslint, prettier, stylelint --check"
-	@echo "make wheel   build dist/jupyter_mcp-*.whl (labextension included)"
+	@echo "make demos   run the notebooks/ demos against a server and save their outputs"
+	@echo "make wheel   build dist/jupyter_mcp_ide-*.whl (labextension included)"
 	@echo "make clean   remove the venv, built assets and node_modules"
 
 # --- Python ---------------------------------------------------------------------------------
@@ -56,7 +58,7 @@ $(BIN)/python:
 # labextension is built by its own target below. A reinstall first drops the `develop` link so
 # pip never writes through it into jupyter_mcp/labextension.
 $(STAMPS)/install: pyproject.toml | $(BIN)/python
-	@echo "==> installing jupyter-mcp (editable, with the test extra) into .venv"
+	@echo "==> installing jupyter-mcp-ide (editable, with the test extra) into .venv"
 	@$(QUIET) $(BIN)/python -m pip install -q \
 		"hatchling>=1.18" "hatch-jupyter-builder>=0.9" editables "jupyterlab>=4.6,<5"
 	@if [ -L $(VENV)/share/jupyter/labextensions/jupyter-mcp ]; then \
@@ -148,6 +150,10 @@ format: $(STAMPS)/install $(LABEXT_NODE)
 	$(BIN)/ruff check --fix jupyter_mcp tests benchmarks examples
 	$(BIN)/ruff format jupyter_mcp tests benchmarks examples
 	cd labextension && $(BIN)/jlpm lint
+
+# Run every demo notebook against a real server and save its outputs into the notebook.
+demos: $(STAMPS)/install
+	JUPYTER_MCP_SAVE_DEMOS=1 $(BIN)/python -m pytest -q -p no:cacheprovider tests/test_notebooks.py
 
 wheel: $(STAMPS)/install $(LABEXT_BUILT)
 	$(BIN)/python -m pip wheel --no-deps --no-build-isolation -w dist .

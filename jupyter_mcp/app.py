@@ -11,7 +11,7 @@ from jupyter_server.extension.application import ExtensionApp
 from traitlets import Bool, Float, Int, List, TraitError, Unicode, Union, observe, validate
 
 from .core.context import Settings, ToolContext
-from .core.registry import Registry
+from .core.registry import TOOLSETS, Registry, unknown_toolsets
 from .core.version import __version__
 from .lab.editor import EditorBridge
 from .plugins.host import load_plugins
@@ -37,6 +37,17 @@ class JupyterMCP(ExtensionApp):
         _DEFAULTS.read_only,
         config=True,
         help="Hide and refuse every tool that is not read-only.",
+    )
+    toolsets = List(
+        Unicode(),
+        default_value=list(TOOLSETS),
+        config=True,
+        help=(
+            "Tool sets the server serves (default: all of them): "
+            + ", ".join(TOOLSETS)
+            + ". Tools of the other sets are hidden and refused; a connection can narrow the "
+            "set further with ?toolsets=files,git on its URL."
+        ),
     )
     disabled_tools = List(
         Unicode(),
@@ -178,6 +189,18 @@ class JupyterMCP(ExtensionApp):
         if hasattr(self, "tool_context"):
             self.tool_context.settings = self.settings_snapshot()
 
+    @validate("toolsets")
+    def _check_toolsets(self, proposal: dict[str, Any]) -> Any:
+        # "files,git" in one item is the command line's way: --JupyterMCP.toolsets=files,git
+        names = [n for item in proposal["value"] for n in item.replace(",", " ").split()]
+        unknown = unknown_toolsets(names)
+        if unknown:
+            raise TraitError(
+                f"JupyterMCP.toolsets: unknown tool set{'s' if len(unknown) > 1 else ''} "
+                f"{', '.join(map(repr, unknown))}; the tool sets are {', '.join(TOOLSETS)}"
+            )
+        return names
+
     @validate("port_range")
     def _check_port_range(self, proposal: dict[str, Any]) -> Any:
         try:
@@ -192,6 +215,19 @@ class JupyterMCP(ExtensionApp):
         host = self.tool_context.services.plugins if hasattr(self, "tool_context") else None
         if host is not None:
             host.sync(self.registry, self.disabled_plugins)
+
+    def _link_jupyter_server_extension(self, serverapp: Any) -> None:
+        """Take the configuration; an invalid setting stops the server from starting.
+
+        jupyter_server would log the error and load the extension anyway, with every setting
+        of the failed batch back at its default: a misspelt tool set would serve every tool,
+        and undo read_only on the way.
+        """
+        try:
+            super()._link_jupyter_server_extension(serverapp)
+        except TraitError as e:
+            self.log.critical("jupyter_mcp: invalid configuration, not starting: %s", e)
+            raise SystemExit(f"jupyter_mcp: invalid configuration: {e}") from e
 
     def initialize_settings(self) -> None:
         """Build the registry, the context every tool call shares, and its services.
@@ -220,13 +256,14 @@ class JupyterMCP(ExtensionApp):
         )
         # The editor link to the JupyterLab windows: the editor tools' editor, the file tools'
         # write hooks (refuse unsaved files, reload written ones), the approver of calls, and
-        # the activity panel's record of calls.
+        # the activity panel's record of calls (long ones shown while they run).
         editor = EditorBridge(self.tool_context)
         services.editor = editor
         services.before_file_write = editor.before_file_write
         services.on_file_written = editor.on_file_written
         services.approver = editor.approve
         self.registry.observers.append(editor.record_call)
+        self.registry.start_observers.append(editor.call_started)
         self.log.info(
             "jupyter_mcp %s: %d tools for %s", __version__, len(self.registry.all()), root_dir
         )

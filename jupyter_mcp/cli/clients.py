@@ -1,6 +1,6 @@
 """How to add a running server to MCP clients: the lines users paste.
 
-:func:`client_snippets` is what ``jupyter mcp config`` and ``make run`` print: Claude Code over
+:func:`client_snippets` is what ``jupyter mcp-ide config`` and ``make run`` print: Claude Code over
 HTTP (with the token header) and over stdio, and the ``mcpServers`` JSON for Claude Desktop and
 Cursor. For a server on this machine the stdio forms run the relay, which finds the server
 serving the project folder through Jupyter's runtime files, so no token ends up in a config
@@ -8,7 +8,7 @@ file. A server elsewhere (a JupyterHub user's server at ``<hub>/user/<name>/``) 
 that way: its stdio forms name the URL and pass the token in ``JUPYTER_TOKEN``, outside the
 command line.
 
-:func:`hub_token_help` is what ``jupyter mcp config`` says inside a JupyterHub single-user
+:func:`hub_token_help` is what ``jupyter mcp-ide config`` says inside a JupyterHub single-user
 server: how to get a personal token from the hub, since the server's own token must not leave it.
 """
 
@@ -18,8 +18,10 @@ import json
 import shlex
 from typing import Any
 
-from .discovery import HubServer
-from .launcher import PROGRAM, distribution_name, relay_launcher
+from ..core.registry import TOOLSETS
+from . import DISTRIBUTION, PROGRAM
+from .discovery import HubServer, with_toolsets
+from .launcher import relay_launcher, toolsets_arguments
 
 #: What stands for the token in lines printed before the user has one.
 TOKEN_PLACEHOLDER = "<YOUR-HUB-TOKEN>"
@@ -29,6 +31,7 @@ def relay_command(
     root_dir: str | None = None,
     server_url: str | None = None,
     launcher: list[str] | None = None,
+    toolsets: str | None = None,
 ) -> list[str]:
     """The command line that starts the stdio relay: for the server that serves ``root_dir``,
     or for the one at ``server_url`` (its token comes from the environment).
@@ -42,7 +45,7 @@ def relay_command(
         command += ["--url", server_url]
     elif root_dir:
         command += ["--root", root_dir]
-    return command
+    return command + toolsets_arguments(toolsets)
 
 
 def stdio_entry(
@@ -50,9 +53,10 @@ def stdio_entry(
     server_url: str | None = None,
     token: str = "",
     launcher: list[str] | None = None,
+    toolsets: str | None = None,
 ) -> dict[str, Any]:
     """An ``mcpServers`` entry (Claude Desktop, Cursor) that runs the stdio relay."""
-    command = relay_command(root_dir, server_url, launcher)
+    command = relay_command(root_dir, server_url, launcher, toolsets)
     entry: dict[str, Any] = {"command": command[0], "args": command[1:]}
     if server_url and token:
         entry["env"] = {"JUPYTER_TOKEN": token}
@@ -75,18 +79,22 @@ def client_snippets(
     name: str = "jupyter",
     server_url: str | None = None,
     launcher: list[str] | None = None,
+    toolsets: str | None = None,
 ) -> str:
     """The configuration lines for Claude Code, Claude Desktop and Cursor, as printable text.
 
     ``server_url`` (the server's base URL) makes the stdio forms relay to that URL rather than
     to the local server that serves ``root_dir``: for a server the relay cannot discover.
     ``launcher`` replaces this environment's relay executable (lines for another machine).
+    ``toolsets`` (``"files,git"``) makes every line connect with only those tool sets.
     """
+    mcp_url = with_toolsets(mcp_url, toolsets)
     header = f' --header "Authorization: token {token}"' if token else ""
-    stdio = shlex.join(relay_command(root_dir, server_url, launcher))
-    entry = stdio_entry(root_dir, server_url, token, launcher)
+    stdio = shlex.join(relay_command(root_dir, server_url, launcher, toolsets))
+    entry = stdio_entry(root_dir, server_url, token, launcher, toolsets)
     desktop = json.dumps({"mcpServers": {name: entry}}, indent=2)
     cursor_http = json.dumps({"mcpServers": {name: http_entry(mcp_url, token)}}, indent=2)
+    chosen = "only " + mcp_url.split("toolsets=", 1)[1] if toolsets else "all"
     if server_url:
         env = f" -e JUPYTER_TOKEN={shlex.quote(token)}" if token else ""
         stdio_title = "Claude Code (stdio bridge, token in its environment):"
@@ -97,9 +105,11 @@ def client_snippets(
     return "\n".join(
         [
             f"MCP endpoint: {mcp_url}",
+            f"Tool sets: {chosen} (of {', '.join(TOOLSETS)}; choose with --toolsets,"
+            " or ?toolsets= on the URL)",
             "",
             "Claude Code (HTTP):",
-            f"  claude mcp add --transport http {name} {mcp_url}{header}",
+            f"  claude mcp add --transport http {name} {shlex.quote(mcp_url)}{header}",
             stdio_title,
             stdio_line,
             "",
@@ -110,8 +120,8 @@ def client_snippets(
             cursor_http,
             "",
             "MCP Inspector:",
-            f"  npx @modelcontextprotocol/inspector --cli --transport http --server-url {mcp_url}"
-            f"{header} --method tools/list",
+            "  npx @modelcontextprotocol/inspector --cli --transport http --server-url "
+            f"{shlex.quote(mcp_url)}{header} --method tools/list",
         ]
     )
 
@@ -132,7 +142,7 @@ def hub_token_help(hub: HubServer) -> str:
         f"  3. use it in place of {TOKEN_PLACEHOLDER} below, or run this command again with",
         "     --token TOKEN to have it filled in.",
         f"The stdio bridge ({PROGRAM}) runs where the agent runs: install it there with",
-        f"  pip install {distribution_name()}",
+        f"  pip install {DISTRIBUTION}",
         f"(Claude Desktop starts it without your PATH: give its full path, `which {PROGRAM}`.)",
     ]
     if hub.server_url is None:

@@ -1,7 +1,7 @@
 """Finding the running Jupyter server that serves a folder, through Jupyter's runtime files.
 
 Each running server writes a ``jpserver-*.json`` runtime file with its URL, token and root; the
-relay and ``jupyter mcp config`` read them (or take ``--url``/``--token``) so that no token has
+relay and ``jupyter mcp-ide config`` read them (or take ``--url``/``--token``) so that no token has
 to be written into a client's configuration.
 """
 
@@ -17,6 +17,7 @@ from typing import Any
 from urllib.parse import urlparse
 
 from ..core.paths import is_inside
+from ..core.registry import TOOLSETS, parse_toolsets
 
 
 class NoServerError(Exception):
@@ -95,6 +96,14 @@ def mcp_url_of(server_url: str) -> str:
     if base.rstrip("/").endswith("/mcp"):
         return base.rstrip("/")
     return base.rstrip("/") + "/mcp"
+
+
+def with_toolsets(mcp_url: str, toolsets: str | None) -> str:
+    """``mcp_url`` choosing the tool sets ``toolsets`` (``"files,git"``; None: all of them)."""
+    if not toolsets:
+        return mcp_url
+    names = ",".join(sorted(parse_toolsets(toolsets), key=TOOLSETS.index))
+    return f"{mcp_url}{'&' if '?' in mcp_url else '?'}toolsets={names}"
 
 
 def find_server(folder: Path, servers: list[dict[str, Any]]) -> dict[str, Any] | None:

@@ -1,6 +1,6 @@
 """The stdio relay: MCP between a client's stdin/stdout and a running server's ``/mcp``.
 
-``jupyter mcp stdio`` lets clients that only spawn processes (Claude Desktop, any stdio MCP
+``jupyter mcp-ide stdio`` lets clients that only spawn processes (Claude Desktop, any stdio MCP
 client) talk to a running Jupyter server (found by :mod:`jupyter_mcp.cli.discovery`). The relay
 is transparent: each JSON-RPC line from stdin is POSTed with the headers its protocol era needs
 (session id and version for the legacy handshake era; ``MCP-Protocol-Version``, ``Mcp-Method``
@@ -25,6 +25,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from . import PROGRAM
 from .discovery import ServerTarget
 
 log = logging.getLogger("jupyter_mcp.cli.relay")
@@ -180,7 +181,7 @@ class Relay:
         except asyncio.CancelledError:
             raise
         except Exception as e:
-            log.warning("jupyter-mcp: request to %s failed: %s", self.target.mcp_url, e)
+            log.warning("%s: request to %s failed: %s", PROGRAM, self.target.mcp_url, e)
             if request_id is not None:
                 self.emit(_error(request_id, -32603, f"Jupyter server unreachable: {e}"))
 
@@ -226,7 +227,7 @@ class Relay:
         try:
             answer = json.loads(payload)
         except ValueError:
-            log.warning("jupyter-mcp: dropped a malformed event from the server")
+            log.warning("%s: dropped a malformed event from the server", PROGRAM)
             return
         if isinstance(answer, dict):
             self._note(answer, message)
@@ -268,7 +269,7 @@ class Relay:
             except asyncio.CancelledError:
                 raise
             except Exception as e:
-                log.info("jupyter-mcp: notification stream interrupted (%s); reconnecting", e)
+                log.info("%s: notification stream interrupted (%s); reconnecting", PROGRAM, e)
             await asyncio.sleep(delay)
             delay = min(delay * 2, 30.0)
 
@@ -350,7 +351,7 @@ class Relay:
                     },
                 )
             except Exception as e:
-                log.debug("jupyter-mcp: ending the session failed: %s", e)
+                log.debug("%s: ending the session failed: %s", PROGRAM, e)
         await self.http.aclose()
 
 

@@ -230,10 +230,11 @@ async def run_shell(
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(asyncio.shield(pumps), max(0.0, min(DRAIN_GRACE, remaining)))
     finally:
-        # Runs on success, timeout and cancellation alike: nothing of the group survives.
-        await asyncio.shield(_finish(proc, pumps))
-        if tracker and activity:
-            tracker.end(activity)
+        # Runs on success, timeout and cancellation alike: nothing of the group survives. The
+        # command is forgotten inside the shield, once its group is gone: a cancel scope (the
+        # MCP SDK runs calls in anyio's) cancels again at every await, which would otherwise
+        # leave it listed as running for good.
+        await asyncio.shield(_finish(proc, pumps, tracker, activity))
     result: dict[str, Any] = {
         "stdout": out.text(),
         "stderr": err.text(),
@@ -260,7 +261,20 @@ async def _exited(proc: asyncio.subprocess.Process) -> int:
     return proc.returncode
 
 
-async def _finish(proc: asyncio.subprocess.Process, pumps: asyncio.Future[Any]) -> None:
+async def _finish(
+    proc: asyncio.subprocess.Process,
+    pumps: asyncio.Future[Any],
+    tracker: BackgroundCommands | None = None,
+    activity: Activity | None = None,
+) -> None:
+    try:
+        await _stop(proc, pumps)
+    finally:
+        if tracker and activity:
+            tracker.end(activity)
+
+
+async def _stop(proc: asyncio.subprocess.Process, pumps: asyncio.Future[Any]) -> None:
     if sys.platform != "win32" and (
         proc.returncode is None or await asyncio.to_thread(group_alive, proc.pid)
     ):

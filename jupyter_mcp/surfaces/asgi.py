@@ -199,6 +199,9 @@ class StreamableHTTPHandler(MCPBaseHandler):
             self._disconnected.set()
 
     async def _serve(self) -> None:
+        # The SDK reads the choice again per message (MCPSurface); refuse a bad one here, as an
+        # HTTP 400 with a JSON-RPC error, before any session starts.
+        _ = self.toolsets
         self._disconnected = asyncio.Event()
         headers: list[tuple[bytes, bytes]] = []
         json_only = False

@@ -2,8 +2,12 @@
 
 Auth is Jupyter's; on top of it every route refuses a browser ``Origin`` that is not allowed,
 since token-authenticated requests skip jupyter_server's own origin check and these routes run
-code. Refusals of the HTTP layer (auth, origin) are answered as JSON in the shape of the surface
-they hit: :meth:`MCPBaseHandler.error_payload`.
+code. Refusals of the HTTP layer (auth, origin, a bad ``toolsets`` choice) are answered as JSON
+in the shape of the surface they hit: :meth:`MCPBaseHandler.error_payload`.
+
+A connection chooses its tool sets with the ``toolsets`` query parameter (``?toolsets=files,git``)
+or the ``X-MCP-Toolsets`` header (both given: a tool must be in both), read the same way for
+every surface by :func:`~jupyter_mcp.core.registry.request_toolsets`.
 """
 
 from __future__ import annotations
@@ -18,6 +22,9 @@ from urllib.parse import urlparse
 from jupyter_server.base.handlers import APIHandler
 from jupyter_server.extension.handler import ExtensionHandlerMixin
 from tornado import web
+
+from ..core.errors import ToolError
+from ..core.registry import TOOLSETS_HEADER, request_toolsets
 
 if TYPE_CHECKING:
     from ..app import JupyterMCP
@@ -58,6 +65,17 @@ class MCPBaseHandler(MCPAppMixin, APIHandler):
         await super().prepare(*args, **kwargs)
         if not origin_allowed(self, self.mcp_app.allowed_origins):
             raise web.HTTPError(403, "Origin not allowed: %s", self.request.headers.get("Origin"))
+
+    @property
+    def toolsets(self) -> frozenset[str] | None:
+        """The tool sets this request chose (None: all the server serves); a bad choice is a
+        400 answer. Read by the route methods, so only after authentication."""
+        try:
+            return request_toolsets(
+                self.get_query_argument("toolsets", None), self.request.headers.get(TOOLSETS_HEADER)
+            )
+        except ToolError as e:
+            raise web.HTTPError(400, "%s", str(e)) from e
 
     def send_json(self, payload: Any, status: int = 200) -> None:
         """Finish with a JSON body (UTF-8, no ASCII escaping)."""

@@ -38,7 +38,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from ..core.context import ToolContext, progress_reporter
 from ..core.errors import ToolError
-from ..core.registry import CallResult, Registry, Tool
+from ..core.registry import TOOLSETS_HEADER, CallResult, Registry, Tool, request_toolsets
 from ..core.version import __version__
 
 # Logging is deprecated at 2026-07-28 but still part of the legacy era we serve.
@@ -453,7 +453,7 @@ class MCPSurface:
         self, rctx: Any, params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
         offset = decode_cursor(params.cursor if params is not None else None)
-        visible = self.registry.visible(self.ctx)
+        visible = self.registry.visible(self.ctx, _toolsets(rctx))
         if offset > len(visible):
             raise MCPError(types.INVALID_PARAMS, "Invalid cursor: past the end of the tool list")
         page = visible[offset : offset + self.page_size]
@@ -478,7 +478,11 @@ class MCPSurface:
         finished = False
         try:
             result = await self.registry.call(
-                name, dict(params.arguments or {}), self.ctx, always_window=True
+                name,
+                dict(params.arguments or {}),
+                self.ctx,
+                always_window=True,
+                toolsets=_toolsets(rctx),
             )
             answer = call_tool_result(result, rctx.protocol_version)
             finished = True
@@ -592,6 +596,26 @@ def _stop_sse_shutdown_watcher() -> None:
             getattr(getattr(coro, "cr_code", None), "co_filename", "") or ""
         ):
             task.cancel()
+
+
+def _toolsets(rctx: Any) -> frozenset[str] | None:
+    """The tool sets the HTTP request behind ``rctx`` chose (``?toolsets=``, the header).
+
+    The Tornado handler refused a bad choice already; a legacy session's client sends every
+    message to the URL it connected to, so the choice holds for the whole session.
+    """
+    request = getattr(rctx, "request", None)
+    if request is None:
+        return None
+    query = getattr(request, "query_params", None)
+    headers = getattr(request, "headers", None)
+    try:
+        return request_toolsets(
+            query.get("toolsets") if query is not None else None,
+            headers.get(TOOLSETS_HEADER) if headers is not None else None,
+        )
+    except ToolError:  # only when not served by our handler: show nothing, not all
+        return frozenset()
 
 
 def _session_id(rctx: Any) -> str | None:

@@ -82,7 +82,7 @@ class ListToolsHandler(MCPBaseHandler):
     @web.authenticated
     @authorized
     def get(self) -> None:
-        self.send_json(self.registry.listing(self.ctx))
+        self.send_json(self.registry.listing(self.ctx, self.toolsets))
 
 
 class ToolHandler(MCPBaseHandler):
@@ -94,9 +94,10 @@ class ToolHandler(MCPBaseHandler):
     @authorized("execute")  # tools run commands and kernels: more than a write
     async def post(self, tool: str) -> None:
         started = time.perf_counter()
+        toolsets = self.toolsets  # a bad choice is an HTTP 400, not a tool's answer
         try:
             arguments = parse_arguments(self.request.body, self.ctx.settings.max_body_bytes)
-            result = await self.registry.call(tool, arguments, self.ctx)
+            result = await self.registry.call(tool, arguments, self.ctx, toolsets=toolsets)
         except ToolError as e:
             self.log.info("jupyter_mcp: %s failed: %s", tool, e)
             self.send_json({"status": None, "error": str(e)})

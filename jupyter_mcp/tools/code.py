@@ -21,7 +21,7 @@ from ..core.context import ToolContext
 from ..core.errors import ToolError
 from ..core.registry import ToolSet
 
-tools = ToolSet()
+tools = ToolSet("code")
 
 PATH = {
     "type": "string",

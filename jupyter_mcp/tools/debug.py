@@ -14,7 +14,7 @@ from ..core.errors import ToolError
 from ..core.registry import ToolSet
 from ..documents.files import read_text
 
-tools = ToolSet()
+tools = ToolSet("debug")
 
 
 @tools.tool(

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -43,6 +44,7 @@ CHROMIUM_ARGS = [
 TOKEN = "browser-test-token"
 REPO = Path(__file__).resolve().parents[2]
 ARTIFACTS = REPO / "test-artifacts"
+BUILT_LABEXTENSION = REPO / "jupyter_mcp" / "labextension"
 
 
 @pytest.fixture(autouse=True)
@@ -103,9 +105,7 @@ def _free_port() -> int:
 
 
 def _labextension_served() -> bool:
-    built = REPO / "jupyter_mcp" / "labextension" / "package.json"
-    link = Path(sys.prefix) / "share" / "jupyter" / "labextensions" / "jupyter-mcp"
-    return built.exists() and (link / "package.json").exists()
+    return (BUILT_LABEXTENSION / "package.json").exists()
 
 
 def wait_for(condition: Callable[[], Any], timeout: float = 15.0, what: str = "condition") -> Any:
@@ -132,7 +132,7 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     if not os.path.exists(CHROMIUM):
         _skip_or_fail(f"{CHROMIUM} is missing (apt-get install chromium, or make test)")
     if not _labextension_served():
-        _skip_or_fail("the labextension is not built/linked (make labextension; make test does it)")
+        _skip_or_fail("the labextension is not built (make labextension; make test does it)")
     base = tmp_path_factory.mktemp("lab")
     root = base / "root"
     root.mkdir()
@@ -141,8 +141,14 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     (settings / "notification.jupyterlab-settings").write_text(
         json.dumps({"fetchNews": "false", "checkForUpdates": False})
     )
+    # This checkout's build of the labextension, whatever the environment has installed:
+    # JupyterLab takes an extension from the first data folder that has it.
+    data = base / "jupyter-path"
+    (data / "labextensions").mkdir(parents=True)
+    (data / "labextensions" / "jupyter-mcp").symlink_to(BUILT_LABEXTENSION)
     port = _free_port()
-    env = {**os.environ, "JUPYTER_RUNTIME_DIR": str(base / "runtime")}
+    paths = os.pathsep.join(p for p in [str(data), os.environ.get("JUPYTER_PATH", "")] if p)
+    env = {**os.environ, "JUPYTER_RUNTIME_DIR": str(base / "runtime"), "JUPYTER_PATH": paths}
     log = open(base / "lab.log", "ab")  # noqa: SIM115 (closed at teardown)
     command = [
         sys.executable,
@@ -437,6 +443,93 @@ def test_status_bar_and_activity_panel_show_the_calls(lab: Lab, page: Any) -> No
     assert 'pathInProject="vis/v.py"' in items.nth(1).inner_text()
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / "activity-panel.png"))
+
+
+#: Longer than any tool name the panel has to show: the route allows 128 characters.
+LONG_TOOL = "a_tool_name_as_long_as_the_longest_plugin_tool_name_can_be_x" + "y" * 40
+
+#: Entries (and their parts) whose content is wider than their box, or that stick out of their
+#: entry or of the panel: what the user would see cut.
+CUT_ENTRIES = """panel => {
+  const cut = [];
+  const box = panel.getBoundingClientRect();
+  if (panel.scrollWidth > panel.clientWidth) cut.push(`panel: ${panel.scrollWidth}`);
+  for (const item of panel.querySelectorAll('.jp-MCP-activity-item')) {
+    const edge = item.getBoundingClientRect();
+    const name = item.querySelector('.jp-MCP-activity-tool').textContent;
+    for (const part of [item, ...item.querySelectorAll('*')]) {
+      const rect = part.getBoundingClientRect();
+      const label = `${name} ${part.className}`;
+      if (part.clientWidth > 0 && part.scrollWidth > part.clientWidth) {
+        cut.push(`${label}: scrollWidth ${part.scrollWidth} > clientWidth ${part.clientWidth}`);
+      }
+      if (rect.right > edge.right + 0.5 || rect.left < edge.left - 0.5) {
+        cut.push(`${label}: outside its entry`);
+      }
+      if (rect.right > box.right + 0.5) cut.push(`${label}: outside the panel`);
+    }
+  }
+  return cut;
+}"""
+
+
+def show_activity(page: Any) -> Any:
+    page.locator(".jp-MCP-status").click()
+    panel = page.locator("#jupyter-mcp-activity")
+    panel.wait_for(state="visible")
+    return panel
+
+
+def test_activity_entries_fit_the_sidebar_with_long_names(lab: Lab, page: Any) -> None:
+    write(lab, "fit/f.py", "f = 1\n")
+    lab.call("get_open_in_editor_file_text")  # the name the panel used to cut
+    lab.fails(
+        "replace_file_content_at_position",
+        pathInProject="fit/no/such/file/in/a/deep/folder/with/a/long/path/name.py",
+        startLine=1,
+        endLine=1,
+        content="x" * 200,
+    )
+    lab.fails(LONG_TOOL)  # an unknown name is shown too, with its error
+    panel = show_activity(page)
+    items = panel.locator(".jp-MCP-activity-item")
+    wait_for(lambda: LONG_TOOL in items.first.inner_text(), what="the long name in the panel")
+    # At the sidebar's default width, every entry keeps its duration and time in view.
+    width = panel.evaluate("panel => panel.clientWidth")
+    assert 150 < width < 600, width
+    assert panel.evaluate(CUT_ENTRIES) == []
+    for index in range(3):
+        assert re.search(r"\d+(\.\d+)? m?s · \d", items.nth(index).inner_text())
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "activity-long-names.png"))
+
+
+def test_a_long_call_shows_as_running_until_it_ends(lab: Lab, page: Any) -> None:
+    panel = show_activity(page)
+    running = panel.locator(".jp-MCP-activity-item.jp-mod-running")
+    with ThreadPoolExecutor(1) as pool:
+        pending = pool.submit(lab.call, "wait", milliseconds=4000)
+        running.wait_for(timeout=15000)
+        entry = running.first
+        assert entry.locator(".jp-MCP-activity-tool").inner_text() == "wait"
+        assert entry.locator(".jp-MCP-activity-result").inner_text() == "running…"
+        shown = entry.locator(".jp-MCP-activity-duration")
+        first = shown.inner_text()
+        assert first.startswith("running ")
+        wait_for(lambda: shown.inner_text() != first, what="the running time to advance")
+        assert panel.evaluate(CUT_ENTRIES) == []
+        assert not pending.done()  # still running while shown as running
+        answer = pending.result(timeout=60)
+    assert answer["error"] is None
+    wait_for(lambda: running.count() == 0, what="the entry to show the outcome")
+    # Its outcome took the running entry's place: one entry for the call.
+    calls = panel.locator(".jp-MCP-activity-item", has_text="milliseconds=4000")
+    assert calls.count() == 1
+    assert calls.first.locator(".jp-MCP-activity-result").inner_text() == "ok"
+    took = calls.first.locator(".jp-MCP-activity-duration").inner_text()
+    assert re.fullmatch(r"\d\.\d\d s", took), took
+    status = page.locator(".jp-MCP-status")
+    wait_for(lambda: status.inner_text().endswith("last: wait"), what="the status bar")
 
 
 # -- breakpoints and JupyterLab's debugger ----------------------------------------------------
