@@ -168,6 +168,8 @@ def test_demo_notebook_runs_and_leaves_the_folder_as_found(
     client = NotebookClient(
         nb,
         timeout=CELL_TIMEOUT,
+        # nbclient's 60 s is not enough for a kernel to start on a loaded CI machine.
+        startup_timeout=180,
         kernel_name="python3",
         resources={"metadata": {"path": str(DEMOS)}},
     )

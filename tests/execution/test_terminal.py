@@ -330,6 +330,11 @@ def test_subprocess_helper_sees_processes() -> None:
     marker = f"{60 + uuid.uuid4().int % 1000}.{uuid.uuid4().int % 10**6}"
     proc = subprocess.Popen(["sleep", marker])
     try:
+        # Popen returns once the child is forked; it shows the new command line only after its
+        # exec, which a loaded machine can delay.
+        deadline = time.monotonic() + 10
+        while not _processes_with(f"sleep {marker}") and time.monotonic() < deadline:
+            time.sleep(0.05)
         assert _processes_with(f"sleep {marker}")
     finally:
         proc.kill()
