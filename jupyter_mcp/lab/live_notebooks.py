@@ -41,6 +41,8 @@ T = TypeVar("T")
 
 #: Seconds between two updates of a running cell's outputs in a live document.
 LIVE_FLUSH_INTERVAL = 0.1
+#: Characters of outputs a second a running cell sends to a live document at most.
+LIVE_BYTES_PER_SECOND = 2_000_000
 
 
 @contextlib.asynccontextmanager
@@ -174,7 +176,11 @@ class _LiveRuns:
     def changed(self) -> None:
         if self._pending is not None and not self._pending.done():
             return
-        delay = max(0.0, self._last + self.interval - time.monotonic())
+        # Each update sends the cell's outputs whole: a big output is sent less often (about
+        # 2 MB a second at most), so a cell that prints a lot does not flood the window.
+        size = max((run.size for run in self._runs.values()), default=0)
+        interval = max(self.interval, size / LIVE_BYTES_PER_SECOND)
+        delay = max(0.0, self._last + interval - time.monotonic())
         self._pending = asyncio.get_running_loop().create_task(self._later(delay))
 
     async def _later(self, delay: float) -> None:

@@ -277,6 +277,7 @@ async def test_bad_edits_are_refused_and_change_nothing(fails: Any, jp_root_dir:
         ({"cellId": ids[1], "source": "a", "searchText": "b", "replaceText": "c"}, "not both"),
         ({"cellId": ids[1], "searchText": "b"}, "needs replaceText"),
         ({"cellId": ids[1]}, "Nothing to change"),
+        ({"cellId": ids[1], "source": "x = '\ud800'"}, "unpaired surrogate U+D800"),
     ]
     for args, message in refusals:
         assert message in await fails("edit_notebook_cell", pathInProject="n.ipynb", **args)
