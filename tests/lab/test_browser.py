@@ -91,6 +91,17 @@ class Lab:
         with urllib.request.urlopen(request, timeout=60) as response:
             return json.loads(response.read())
 
+    def probe(self, **body: Any) -> dict[str, Any]:
+        """Report a running cell to a notebook's document (see live_run_probe.py)."""
+        request = urllib.request.Request(
+            f"{self.url}live-run-probe",
+            data=json.dumps(body).encode(),
+            headers={"Authorization": f"token {TOKEN}", "Content-Type": "application/json"},
+            method="POST",
+        )
+        with urllib.request.urlopen(request, timeout=60) as response:
+            return json.loads(response.read())
+
     def ok(self, tool: str, **arguments: Any) -> Any:
         answer = self.call(tool, **arguments)
         assert answer["error"] is None, answer["error"]
@@ -163,6 +174,10 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
         **os.environ,
         "JUPYTER_RUNTIME_DIR": str(base / "runtime"),
         "JUPYTER_CONFIG_DIR": str(base / "config"),
+        # live_run_probe (a test-only server extension) lives beside this file.
+        "PYTHONPATH": os.pathsep.join(
+            [str(Path(__file__).parent), *filter(None, [os.environ.get("PYTHONPATH")])]
+        ),
     }
     log = open(base / "lab.log", "ab")  # noqa: SIM115 (closed at teardown)
     command = [
@@ -177,7 +192,13 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
         f"--ServerApp.token={TOKEN}",
         f"--ServerApp.root_dir={root}",
         "--ServerApp.jpserver_extensions="
-        + repr({"jupyter_mcp": True, **{name: False for name in COLLABORATION_EXTENSIONS}}),
+        + repr(
+            {
+                "jupyter_mcp": True,
+                "live_run_probe": True,
+                **{name: False for name in COLLABORATION_EXTENSIONS},
+            }
+        ),
         f"--LabApp.extra_labextensions_path={labextensions}",
         f"--LabApp.workspaces_dir={base / 'workspaces'}",
         f"--LabApp.user_settings_dir={base / 'settings'}",
@@ -431,6 +452,33 @@ def test_an_edit_of_a_cell_the_user_just_typed_into_is_refused(lab: Lab, page: A
     assert "changed since it was read" in error and error.endswith("x = 1 + 1")
     time.sleep(0.3)
     assert cell_sources(page) == ["x = 1 + 1"]
+
+
+def test_a_running_cell_shows_star_then_outputs_then_its_count(lab: Lab, page: Any) -> None:
+    path = write_notebook(lab, "live/run.ipynb", [("code", "for i in range(3): print(i)")])
+    before = path.read_bytes()
+    open_in_editor(lab, page, "live/run.ipynb")
+    cell_id = lab.ok("get_notebook_cell", pathInProject="live/run.ipynb", index=0)["cellId"]
+    prompt = page.locator(".jp-NotebookPanel:visible .jp-CodeCell .jp-InputPrompt").first
+    outputs = page.locator(".jp-NotebookPanel:visible .jp-OutputArea-output")
+    wait_for(lambda: prompt.inner_text().strip() == "[1]:", what="the saved count")
+    answer = lab.probe(path="live/run.ipynb", cellId=cell_id, step="started")
+    assert answer["location"] == "window"
+    wait_for(lambda: prompt.inner_text().strip() == "[*]:", what="[*] while it runs")
+    wait_for(lambda: outputs.count() == 0, what="the old outputs cleared")
+    for i in range(3):
+        output = {"output_type": "stream", "name": "stdout", "text": f"{i}\n"}
+        lab.probe(path="live/run.ipynb", cellId=cell_id, step="output", output=output)
+    wait_for(
+        lambda: [t.strip() for t in outputs.all_inner_texts()] == ["0\n1\n2"],
+        what="the outputs so far",
+    )
+    assert prompt.inner_text().strip() == "[*]:"
+    lab.probe(path="live/run.ipynb", cellId=cell_id, step="finished", executionCount=7)
+    wait_for(lambda: prompt.inner_text().strip() == "[7]:", what="the execution count")
+    cell = lab.ok("get_notebook_cell", pathInProject="live/run.ipynb", cellId=cell_id)
+    assert cell["executionCount"] == 7 and cell["outputs"][0]["text"] == "0\n1\n2\n"
+    assert path.read_bytes() == before  # the live document has it; the user saves
 
 
 # -- actions and approvals -------------------------------------------------------------------
