@@ -12,6 +12,7 @@ Needs ``/usr/bin/chromium`` (``make test`` installs it) and the built labextensi
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import json
 import os
 import socket
@@ -144,13 +145,17 @@ def _skip_or_fail(reason: str) -> None:
     pytest.skip(reason)
 
 
-@pytest.fixture(scope="module")
-def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
+def _run_lab(base: Path, *, collaboration: bool = False) -> Iterator[Lab]:
+    """Run JupyterLab on a folder under ``base`` until the generator is closed.
+
+    Real-time collaboration is off unless asked for (CI installs it for the notebook tests, and
+    installed it enables itself): its server extensions on the command line, its lab
+    extensions in the page config.
+    """
     if not os.path.exists(CHROMIUM):
         _skip_or_fail(f"{CHROMIUM} is missing (apt-get install chromium, or make test)")
     if not _labextension_served():
         _skip_or_fail("the labextension is not built/linked (make labextension; make test does it)")
-    base = tmp_path_factory.mktemp("lab")
     root = base / "root"
     root.mkdir()
     settings = base / "settings" / "@jupyterlab" / "apputils-extension"
@@ -162,13 +167,10 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     labextensions = base / "labextensions"
     labextensions.mkdir()
     (labextensions / "jupyter-mcp").symlink_to(REPO / "jupyter_mcp" / "labextension")
-    # Real-time collaboration stays off (CI installs it for the notebook tests, and installed
-    # it enables itself): its server extensions below, its lab extensions here.
     labconfig = base / "config" / "labconfig"
     labconfig.mkdir(parents=True)
-    (labconfig / "page_config.json").write_text(
-        json.dumps({"disabledExtensions": {name: True for name in COLLABORATION_LAB_EXTENSIONS}})
-    )
+    disabled = {} if collaboration else {name: True for name in COLLABORATION_LAB_EXTENSIONS}
+    (labconfig / "page_config.json").write_text(json.dumps({"disabledExtensions": disabled}))
     port = _free_port()
     env = {
         **os.environ,
@@ -179,6 +181,13 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
             [str(Path(__file__).parent), *filter(None, [os.environ.get("PYTHONPATH")])]
         ),
     }
+    extensions = {
+        "jupyter_mcp": True,
+        "live_run_probe": True,
+        **{name: False for name in COLLABORATION_EXTENSIONS},
+    }
+    if collaboration:
+        extensions.update(jupyter_server_ydoc=True, jupyter_server_fileid=True)
     log = open(base / "lab.log", "ab")  # noqa: SIM115 (closed at teardown)
     command = [
         sys.executable,
@@ -191,20 +200,19 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
         "--ServerApp.ip=127.0.0.1",
         f"--ServerApp.token={TOKEN}",
         f"--ServerApp.root_dir={root}",
-        "--ServerApp.jpserver_extensions="
-        + repr(
-            {
-                "jupyter_mcp": True,
-                "live_run_probe": True,
-                **{name: False for name in COLLABORATION_EXTENSIONS},
-            }
-        ),
+        f"--ServerApp.jpserver_extensions={extensions!r}",
         f"--LabApp.extra_labextensions_path={labextensions}",
         f"--LabApp.workspaces_dir={base / 'workspaces'}",
         f"--LabApp.user_settings_dir={base / 'settings'}",
         "--JupyterMCP.approval_timeout=30",
         f"--JupyterMCP.breakpoints_file={base / 'breakpoints.json'}",
     ]
+    if collaboration:
+        command += [
+            f"--SQLiteYStore.db_path={base / 'ystore.db'}",
+            f"--BaseFileIdManager.db_path={base / 'file_id.db'}",
+            "--YDocExtension.document_save_delay=0.2",
+        ]
 
     def start() -> subprocess.Popen[bytes]:
         return subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=base)
@@ -217,6 +225,19 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     finally:
         _stop(lab.process)
         log.close()
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
+    yield from _run_lab(tmp_path_factory.mktemp("lab"))
+
+
+@pytest.fixture(scope="module")
+def collab_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
+    """JupyterLab with jupyter-collaboration enabled (skipped when it is not installed)."""
+    if importlib.util.find_spec("jupyter_server_ydoc") is None:
+        pytest.skip("jupyter-collaboration is not installed (the collab test extra)")
+    yield from _run_lab(tmp_path_factory.mktemp("collab-lab"), collaboration=True)
 
 
 def _up(url: str, process: subprocess.Popen[bytes]) -> bool:
@@ -239,20 +260,36 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
 
 
 @pytest.fixture(scope="module")
-def page(lab: Lab) -> Iterator[Any]:
+def browser() -> Iterator[Any]:
+    """One Chromium for the module (Playwright's sync API runs one instance per thread)."""
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": 1400, "height": 900})
-        page.goto(f"{lab.url}lab?token={TOKEN}")
-        page.wait_for_selector(".jp-MCP-status", timeout=90000)
-        wait_for(
-            lambda: "MCP: offline" not in page.inner_text(".jp-MCP-status"),
-            what="the lab socket to connect",
-        )
-        yield page
-        browser.close()
+        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()
+
+
+def _browse(browser: Any, lab: Lab) -> Iterator[Any]:
+    page = browser.new_page(viewport={"width": 1400, "height": 900})
+    page.goto(f"{lab.url}lab?token={TOKEN}")
+    page.wait_for_selector(".jp-MCP-status", timeout=90000)
+    wait_for(
+        lambda: "MCP: offline" not in page.inner_text(".jp-MCP-status"),
+        what="the lab socket to connect",
+    )
+    yield page
+    page.close()
+
+
+@pytest.fixture(scope="module")
+def page(lab: Lab, browser: Any) -> Iterator[Any]:
+    yield from _browse(browser, lab)
+
+
+@pytest.fixture(scope="module")
+def collab_page(collab_lab: Lab, browser: Any) -> Iterator[Any]:
+    yield from _browse(browser, collab_lab)
 
 
 def write(lab: Lab, name: str, text: str) -> Path:
@@ -479,6 +516,40 @@ def test_a_running_cell_shows_star_then_outputs_then_its_count(lab: Lab, page: A
     cell = lab.ok("get_notebook_cell", pathInProject="live/run.ipynb", cellId=cell_id)
     assert cell["executionCount"] == 7 and cell["outputs"][0]["text"] == "0\n1\n2\n"
     assert path.read_bytes() == before  # the live document has it; the user saves
+
+
+def test_with_collaboration_every_edit_goes_through_the_shared_document(
+    collab_lab: Lab, collab_page: Any
+) -> None:
+    lab, page = collab_lab, collab_page
+    path = write_notebook(lab, "shared/n.ipynb", [("code", "a = 1")])
+    # No window shows it: the shared document is changed, and the server saves it
+    added = lab.ok("insert_notebook_cell", pathInProject="shared/n.ipynb", source="b = 2")
+    wait_for(
+        lambda: [c.source for c in nbformat.read(path, as_version=4).cells] == ["a = 1", "b = 2"],
+        what="the server to save the shared document",
+    )
+    open_in_editor(lab, page, "shared/n.ipynb")
+    wait_for(lambda: cell_sources(page) == ["a = 1", "b = 2"], what="the saved edit in the page")
+    # Open: the window sees each edit as it happens, and a running cell's [*], outputs, count
+    lab.ok(
+        "edit_notebook_cell", pathInProject="shared/n.ipynb", cellId=added["cellId"], source="b = 3"
+    )
+    wait_for(lambda: cell_sources(page) == ["a = 1", "b = 3"], what="the edit in the page")
+    answer = lab.probe(path="shared/n.ipynb", cellId=added["cellId"], step="started")
+    assert answer["location"] == "shared"
+    prompt = page.locator(".jp-NotebookPanel:visible .jp-CodeCell .jp-InputPrompt").nth(1)
+    wait_for(lambda: prompt.inner_text().strip() == "[*]:", what="[*] while it runs")
+    output = {"output_type": "stream", "name": "stdout", "text": "shared\n"}
+    lab.probe(path="shared/n.ipynb", cellId=added["cellId"], step="output", output=output)
+    outputs = (
+        page.locator(".jp-NotebookPanel:visible .jp-CodeCell")
+        .nth(1)
+        .locator(".jp-OutputArea-output")
+    )
+    wait_for(lambda: [t.strip() for t in outputs.all_inner_texts()] == ["shared"], what="output")
+    lab.probe(path="shared/n.ipynb", cellId=added["cellId"], step="finished", executionCount=3)
+    wait_for(lambda: prompt.inner_text().strip() == "[3]:", what="the execution count")
 
 
 # -- actions and approvals -------------------------------------------------------------------
