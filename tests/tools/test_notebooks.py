@@ -292,6 +292,9 @@ async def test_bad_edits_are_refused_and_change_nothing(fails: Any, jp_root_dir:
     assert "no cell with id 'nope'" in await fails(
         "insert_notebook_cell", pathInProject="n.ipynb", source="x", afterCellId="nope"
     )
+    assert "cellIds is empty" in await fails(
+        "delete_notebook_cells", pathInProject="n.ipynb", cellIds=[]
+    )
     assert "nothing was deleted" in await fails(
         "delete_notebook_cells", pathInProject="n.ipynb", cellIds=[ids[0], "nope"]
     )
