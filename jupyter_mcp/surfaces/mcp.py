@@ -56,7 +56,9 @@ with '/' separators; absolute paths inside the root also work; nothing outside i
 - Notebooks (.ipynb) read, search and edit as percent-format scripts ('# %%' code cells, \
 '# %% [markdown]' cells); line numbers in a notebook refer to that text view. Writing the \
 text back keeps outputs and metadata of the cells you did not change.
-- The notebook tools (get_notebook_cells, edit_notebook_cell, ...) work on cells by cellId; without pathInProject they act on the notebook focused in JupyterLab. Give expectedSource to an edit so that a cell the user changed since you read it is not overwritten.
+- The notebook tools (get_notebook_cells, edit_notebook_cell, ...) work on cells by cellId; \
+without pathInProject they act on the notebook focused in JupyterLab. Give expectedSource to \
+an edit so that a cell the user changed since you read it is not overwritten.
 - Lines are 1-based and characters 0-based, except find_references, \
 refactor_code_at_location and symbol ranges, whose lines are 0-based.
 - Every tool returns at most {window} characters per call. When a result is longer, a second \
