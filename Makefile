@@ -63,7 +63,7 @@ $(STAMPS)/install: pyproject.toml | $(BIN)/python
 		"hatchling>=1.18" "hatch-jupyter-builder>=0.9" editables "jupyterlab>=4.6,<5"
 	@if [ -L $(VENV)/share/jupyter/labextensions/jupyter-mcp ]; then \
 		rm $(VENV)/share/jupyter/labextensions/jupyter-mcp; fi
-	@SKIP_JUPYTER_BUILDER=1 $(QUIET) $(BIN)/python -m pip install -q --no-build-isolation -e ".[test]"
+	@SKIP_JUPYTER_BUILDER=1 $(QUIET) $(BIN)/python -m pip install -q --no-build-isolation -e ".[test,collab]"
 	@mkdir -p $(STAMPS) && touch $@
 
 install: $(STAMPS)/install

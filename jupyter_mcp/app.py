@@ -14,6 +14,7 @@ from .core.context import Settings, ToolContext
 from .core.registry import TOOLSETS, Registry, unknown_toolsets
 from .core.version import __version__
 from .lab.editor import EditorBridge
+from .lab.live_notebooks import LiveNotebooks
 from .plugins.host import load_plugins
 from .services import build_services
 from .surfaces.mcp import MCPSurface, allowed_hosts
@@ -262,6 +263,8 @@ class JupyterMCP(ExtensionApp):
         services.before_file_write = editor.before_file_write
         services.on_file_written = editor.on_file_written
         services.approver = editor.approve
+        # Notebooks open in JupyterLab (or shared, with jupyter-collaboration) change live.
+        services.notebooks = LiveNotebooks(self.tool_context, editor, services.notebooks)
         self.registry.observers.append(editor.record_call)
         self.registry.start_observers.append(editor.call_started)
         self.log.info(

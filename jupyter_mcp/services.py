@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from .code.client import CodeService
 from .core.context import Services, ToolContext
+from .documents.notebook_file import FileNotebooks
 from .execution.breakpoints import BreakpointStore
 from .execution.busy import BusyKernels
 from .execution.processes import BackgroundCommands
@@ -63,4 +64,6 @@ def build_services(
             else getattr(serverapp, "contents_manager", None)
         ),
         approver=approver,
+        # Notebooks in their files; the app puts live documents (windows, collaboration) first.
+        notebooks=FileNotebooks(ctx),
     )

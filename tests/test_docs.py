@@ -80,3 +80,11 @@ def test_the_readme_lists_every_tool_set_with_its_tools_and_size():
         if sorted(listed) != sorted(by_set[name]) or size != str(len(by_set[name])):
             wrong.append(f"{name}: README lists {listed} ({size}), the registry {by_set[name]}")
     assert not wrong, "\n".join(wrong)
+
+
+def test_every_notebook_tool_is_in_the_readme_table():
+    from jupyter_mcp.tools.notebooks import tools
+
+    text = README.read_text(encoding="utf-8")
+    missing = [t.name for t in tools if f"| `{t.name}` |" not in text]
+    assert not missing, f"notebook tools missing from README's table: {missing}"

@@ -207,6 +207,12 @@ class Transaction:
         self._store(path, text)
         return True
 
+    def write_notebook(self, path: Path, nb: NotebookNode) -> None:
+        """Store ``nb`` as the notebook file at ``path`` (the cell tools' write)."""
+        self._require(path)
+        self.check_unsaved(path)
+        self._store(path, dump_notebook(nb))
+
     def _store(self, path: Path, data: str | bytes | None) -> None:
         """The one place a project file is replaced (``None``: removed, when rolling back)."""
         if len(self.paths) > 1 and path not in self._originals:

@@ -243,7 +243,7 @@ class EditorBridge:
             "openFiles": [self.absolute(d.path) for d in opened],
         }
 
-    def _documents_at(self, path: Path) -> list[tuple[Window, Document]]:
+    def documents_at(self, path: Path) -> list[tuple[Window, Document]]:
         """Every (window, document) pair showing the file at real path ``path``."""
         target = os.path.realpath(path)
         found = []
@@ -263,7 +263,7 @@ class EditorBridge:
 
     def before_file_write(self, path: Path) -> None:
         """Refuse to write a file that has unsaved edits in a JupyterLab window."""
-        for _window, doc in self._documents_at(path):
+        for _window, doc in self.documents_at(path):
             if doc.dirty:
                 raise ToolError(
                     f"{doc.path} has unsaved changes in JupyterLab; save or revert them first "
@@ -272,7 +272,7 @@ class EditorBridge:
 
     def on_file_written(self, path: Path) -> None:
         """Tell each window that shows ``path`` to reload it (windows skip unsaved documents)."""
-        for window, doc in self._documents_at(path):
+        for window, doc in self.documents_at(path):
             self._send_threadsafe(window, {"type": "reload", "path": doc.path})
 
     def _send_threadsafe(self, window: Window, message: dict[str, Any]) -> None:

@@ -167,5 +167,24 @@ class WindowRequests:
         """Start the command: ``"ok"`` or ``"not found"``."""
 
     @_request
+    async def notebook_snapshot(self, path: str) -> Any:
+        """The notebook open at ``path`` in full, live; None when it is not open there."""
+
+    @_request
+    async def notebook_apply(self, path: str, ops: list[dict[str, Any]]) -> Any:
+        """Apply cell ops to the notebook open at ``path`` in one undoable transaction."""
+
+    @_request
+    async def notebook_run(
+        self,
+        path: str,
+        cellId: str,
+        state: str,
+        outputs: list[dict[str, Any]] | None = None,
+        executionCount: int | None = None,
+    ) -> Any:
+        """Show a running cell: started ([*]), its outputs so far, or finished."""
+
+    @_request
     async def confirm(self, tool: str, title: str, description: str, arguments: str) -> Any:
         """Ask the user to approve a tool call; True only when approved."""

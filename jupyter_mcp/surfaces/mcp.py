@@ -40,6 +40,7 @@ from ..core.context import ToolContext, progress_reporter
 from ..core.errors import ToolError
 from ..core.registry import TOOLSETS_HEADER, CallResult, Registry, Tool, request_toolsets
 from ..core.version import __version__
+from ..lab.notebooks import IMAGE_URI, is_image_uri, output_image
 
 # Logging is deprecated at 2026-07-28 but still part of the legacy era we serve.
 warnings.filterwarnings("ignore", category=MCPDeprecationWarning, module=__name__)
@@ -55,6 +56,9 @@ with '/' separators; absolute paths inside the root also work; nothing outside i
 - Notebooks (.ipynb) read, search and edit as percent-format scripts ('# %%' code cells, \
 '# %% [markdown]' cells); line numbers in a notebook refer to that text view. Writing the \
 text back keeps outputs and metadata of the cells you did not change.
+- The notebook tools (get_notebook_cells, edit_notebook_cell, ...) work on cells by cellId; \
+without pathInProject they act on the notebook focused in JupyterLab. Give expectedSource to \
+an edit so that a cell the user changed since you read it is not overwritten.
 - Lines are 1-based and characters 0-based, except find_references, \
 refactor_code_at_location, get_file_problems and symbol ranges, whose lines are 0-based.
 - Every tool returns at most {window} characters per call. When a result is longer, a second \
@@ -212,7 +216,8 @@ class _Server(Server[Any]):
         )
 
 
-# The IDE is tools only. Prompts, resources and completions are served as empty so that clients
+# The IDE is tools, plus the pictures of notebook outputs as resources (a template, read on
+# demand). Prompts, completions and the resource list are served as empty so that clients
 # probing them (and the 2026-07-28 caching rules for list results) get answers, not errors.
 
 
@@ -228,12 +233,21 @@ async def _no_resources(rctx: Any, params: Any) -> types.ListResourcesResult:
     return types.ListResourcesResult(resources=[])
 
 
-async def _no_resource_templates(rctx: Any, params: Any) -> types.ListResourceTemplatesResult:
-    return types.ListResourceTemplatesResult(resource_templates=[])
-
-
-async def _unknown_resource(rctx: Any, params: types.ReadResourceRequestParams) -> Any:
-    raise MCPError(types.INVALID_PARAMS, "Resource not found", {"uri": str(params.uri)})
+async def _output_image_templates(rctx: Any, params: Any) -> types.ListResourceTemplatesResult:
+    return types.ListResourceTemplatesResult(
+        resource_templates=[
+            types.ResourceTemplate(
+                name="notebook-output-image",
+                title="Picture of a notebook cell's output",
+                uri_template=IMAGE_URI,
+                description=(
+                    "The PNG or JPEG of output {index} (0-based) of cell {cellId} of the "
+                    "notebook {path} (relative to the project root); the notebook tools give "
+                    "each picture output's URI as imageUri."
+                ),
+            )
+        ]
+    )
 
 
 async def _no_completions(rctx: Any, params: Any) -> types.CompleteResult:
@@ -363,8 +377,8 @@ class MCPSurface:
                 on_list_prompts=_no_prompts,
                 on_get_prompt=_unknown_prompt,
                 on_list_resources=_no_resources,
-                on_list_resource_templates=_no_resource_templates,
-                on_read_resource=_unknown_resource,
+                on_list_resource_templates=_output_image_templates,
+                on_read_resource=self._read_resource,
                 on_completion=_no_completions,
                 on_subscriptions_listen=self._listen,
             )
@@ -437,9 +451,28 @@ class MCPSurface:
 
     async def handle(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         """ASGI entry for one request to the Streamable HTTP endpoint."""
-        if not self.running:
-            await self.start()
+        # Always through start(): it waits until the manager runs, so a request that arrives
+        # while another one's start is still under way does not reach a manager not yet running.
+        await self.start()
         await self.manager.handle_request(scope, receive, send)
+
+    # -- resources/read -----------------------------------------------------------------------
+
+    async def _read_resource(
+        self, rctx: Any, params: types.ReadResourceRequestParams
+    ) -> types.ReadResourceResult:
+        uri = str(params.uri)
+        if not is_image_uri(uri):
+            raise MCPError(types.INVALID_PARAMS, "Resource not found", {"uri": uri})
+        try:
+            image = await output_image(self.ctx, uri)
+        except ToolError as e:
+            raise MCPError(types.INVALID_PARAMS, f"Resource not found: {e}", {"uri": uri}) from None
+        return types.ReadResourceResult(
+            contents=[
+                types.BlobResourceContents(uri=uri, mime_type=image.mime_type, blob=image.data)
+            ]
+        )
 
     # -- tools/list ---------------------------------------------------------------------------
 

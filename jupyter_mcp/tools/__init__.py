@@ -20,6 +20,7 @@ TOOL_MODULES = [
     "debug",
     "progress",
     "code",
+    "notebooks",
 ]
 
 

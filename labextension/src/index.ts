@@ -21,6 +21,7 @@ import { BreakpointSync } from './breakpoints';
 import { LabSocket } from './connection';
 import { Approvals } from './dialogs';
 import { ActiveEditor } from './editor';
+import { LiveNotebooks } from './notebooks';
 
 /**
  * Command ids of the plugin.
@@ -49,11 +50,13 @@ const plugin: JupyterFrontEndPlugin<void> = {
     const connection = new LabSocket(app.serviceManager.serverSettings);
     const editor = new ActiveEditor(app, connection, notebooks, editors);
     const approvals = new Approvals(connection);
+    const liveNotebooks = new LiveNotebooks(notebooks);
     // Every request of protocol.json needs an answer here, or this does not compile.
     connection.setHandlers({
       ...editor.handlers,
       ...commandHandlers(app.commands),
-      ...approvals.handlers
+      ...approvals.handlers,
+      ...liveNotebooks.handlers
     });
     if (debuggerService) {
       new BreakpointSync(connection, debuggerService, notebooks);

@@ -12,6 +12,7 @@ Needs ``/usr/bin/chromium`` (``make test`` installs it) and the built labextensi
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import json
 import os
 import re
@@ -42,6 +43,12 @@ CHROMIUM_ARGS = [
     "--no-first-run",
 ]
 TOKEN = "browser-test-token"
+#: jupyter-collaboration's server and lab extensions, kept off in these tests.
+COLLABORATION_EXTENSIONS = ("jupyter_server_ydoc", "jupyter_collaboration", "jupyter_server_fileid")
+COLLABORATION_LAB_EXTENSIONS = (
+    "@jupyter/collaboration-extension",
+    "@jupyter/docprovider-extension",
+)
 REPO = Path(__file__).resolve().parents[2]
 ARTIFACTS = REPO / "test-artifacts"
 BUILT_LABEXTENSION = REPO / "jupyter_mcp" / "labextension"
@@ -81,6 +88,17 @@ class Lab:
         request = urllib.request.Request(
             f"{self.url}mcp/{tool}",
             data=json.dumps(arguments).encode(),
+            headers={"Authorization": f"token {TOKEN}", "Content-Type": "application/json"},
+            method="POST",
+        )
+        with urllib.request.urlopen(request, timeout=60) as response:
+            return json.loads(response.read())
+
+    def probe(self, **body: Any) -> dict[str, Any]:
+        """Report a running cell to a notebook's document (see live_run_probe.py)."""
+        request = urllib.request.Request(
+            f"{self.url}live-run-probe",
+            data=json.dumps(body).encode(),
             headers={"Authorization": f"token {TOKEN}", "Content-Type": "application/json"},
             method="POST",
         )
@@ -127,13 +145,17 @@ def _skip_or_fail(reason: str) -> None:
     pytest.skip(reason)
 
 
-@pytest.fixture(scope="module")
-def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
+def _run_lab(base: Path, *, collaboration: bool = False) -> Iterator[Lab]:
+    """Run JupyterLab on a folder under ``base`` until the generator is closed.
+
+    Real-time collaboration is off unless asked for (CI installs it for the notebook tests, and
+    installed it enables itself): its server extensions on the command line, its lab
+    extensions in the page config.
+    """
     if not os.path.exists(CHROMIUM):
         _skip_or_fail(f"{CHROMIUM} is missing (apt-get install chromium, or make test)")
     if not _labextension_served():
-        _skip_or_fail("the labextension is not built (make labextension; make test does it)")
-    base = tmp_path_factory.mktemp("lab")
+        _skip_or_fail("the labextension is not built/linked (make labextension; make test does it)")
     root = base / "root"
     root.mkdir()
     settings = base / "settings" / "@jupyterlab" / "apputils-extension"
@@ -141,14 +163,31 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     (settings / "notification.jupyterlab-settings").write_text(
         json.dumps({"fetchNews": "false", "checkForUpdates": False})
     )
-    # This checkout's build of the labextension, whatever the environment has installed:
-    # JupyterLab takes an extension from the first data folder that has it.
-    data = base / "jupyter-path"
-    (data / "labextensions").mkdir(parents=True)
-    (data / "labextensions" / "jupyter-mcp").symlink_to(BUILT_LABEXTENSION)
+    # This checkout's build of the labextension wins over an installed one of the same name.
+    labextensions = base / "labextensions"
+    labextensions.mkdir()
+    (labextensions / "jupyter-mcp").symlink_to(BUILT_LABEXTENSION)
+    labconfig = base / "config" / "labconfig"
+    labconfig.mkdir(parents=True)
+    disabled = {} if collaboration else {name: True for name in COLLABORATION_LAB_EXTENSIONS}
+    (labconfig / "page_config.json").write_text(json.dumps({"disabledExtensions": disabled}))
     port = _free_port()
-    paths = os.pathsep.join(p for p in [str(data), os.environ.get("JUPYTER_PATH", "")] if p)
-    env = {**os.environ, "JUPYTER_RUNTIME_DIR": str(base / "runtime"), "JUPYTER_PATH": paths}
+    env = {
+        **os.environ,
+        "JUPYTER_RUNTIME_DIR": str(base / "runtime"),
+        "JUPYTER_CONFIG_DIR": str(base / "config"),
+        # live_run_probe (a test-only server extension) lives beside this file.
+        "PYTHONPATH": os.pathsep.join(
+            [str(Path(__file__).parent), *filter(None, [os.environ.get("PYTHONPATH")])]
+        ),
+    }
+    extensions = {
+        "jupyter_mcp": True,
+        "live_run_probe": True,
+        **{name: False for name in COLLABORATION_EXTENSIONS},
+    }
+    if collaboration:
+        extensions.update(jupyter_server_ydoc=True, jupyter_server_fileid=True)
     log = open(base / "lab.log", "ab")  # noqa: SIM115 (closed at teardown)
     command = [
         sys.executable,
@@ -161,12 +200,19 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
         "--ServerApp.ip=127.0.0.1",
         f"--ServerApp.token={TOKEN}",
         f"--ServerApp.root_dir={root}",
-        "--ServerApp.jpserver_extensions={'jupyter_mcp': True}",
+        f"--ServerApp.jpserver_extensions={extensions!r}",
+        f"--LabApp.extra_labextensions_path={labextensions}",
         f"--LabApp.workspaces_dir={base / 'workspaces'}",
         f"--LabApp.user_settings_dir={base / 'settings'}",
         "--JupyterMCP.approval_timeout=30",
         f"--JupyterMCP.breakpoints_file={base / 'breakpoints.json'}",
     ]
+    if collaboration:
+        command += [
+            f"--SQLiteYStore.db_path={base / 'ystore.db'}",
+            f"--BaseFileIdManager.db_path={base / 'file_id.db'}",
+            "--YDocExtension.document_save_delay=0.2",
+        ]
 
     def start() -> subprocess.Popen[bytes]:
         return subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=base)
@@ -179,6 +225,19 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     finally:
         _stop(lab.process)
         log.close()
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
+    yield from _run_lab(tmp_path_factory.mktemp("lab"))
+
+
+@pytest.fixture(scope="module")
+def collab_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
+    """JupyterLab with jupyter-collaboration enabled (skipped when it is not installed)."""
+    if importlib.util.find_spec("jupyter_server_ydoc") is None:
+        pytest.skip("jupyter-collaboration is not installed (the collab test extra)")
+    yield from _run_lab(tmp_path_factory.mktemp("collab-lab"), collaboration=True)
 
 
 def _up(url: str, process: subprocess.Popen[bytes]) -> bool:
@@ -201,20 +260,36 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
 
 
 @pytest.fixture(scope="module")
-def page(lab: Lab) -> Iterator[Any]:
+def browser() -> Iterator[Any]:
+    """One Chromium for the module (Playwright's sync API runs one instance per thread)."""
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": 1400, "height": 900})
-        page.goto(f"{lab.url}lab?token={TOKEN}")
-        page.wait_for_selector(".jp-MCP-status", timeout=90000)
-        wait_for(
-            lambda: "MCP: offline" not in page.inner_text(".jp-MCP-status"),
-            what="the lab socket to connect",
-        )
-        yield page
-        browser.close()
+        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()
+
+
+def _browse(browser: Any, lab: Lab) -> Iterator[Any]:
+    page = browser.new_page(viewport={"width": 1400, "height": 900})
+    page.goto(f"{lab.url}lab?token={TOKEN}")
+    page.wait_for_selector(".jp-MCP-status", timeout=90000)
+    wait_for(
+        lambda: "MCP: offline" not in page.inner_text(".jp-MCP-status"),
+        what="the lab socket to connect",
+    )
+    yield page
+    page.close()
+
+
+@pytest.fixture(scope="module")
+def page(lab: Lab, browser: Any) -> Iterator[Any]:
+    yield from _browse(browser, lab)
+
+
+@pytest.fixture(scope="module")
+def collab_page(collab_lab: Lab, browser: Any) -> Iterator[Any]:
+    yield from _browse(browser, collab_lab)
 
 
 def write(lab: Lab, name: str, text: str) -> Path:
@@ -349,6 +424,132 @@ def test_replace_a_notebook_keeps_outputs_of_unchanged_cells(lab: Lab, page: Any
     wait_for(lambda: "out:keep = 1" in outputs.all_inner_texts()[0], what="kept output")
     cells = page.locator(".jp-NotebookPanel:visible .jp-Cell")
     wait_for(lambda: cells.count() == 3, what="three cells")
+
+
+# -- notebook tools on the open notebook -------------------------------------------------------
+
+
+def cell_sources(page: Any) -> list[str]:
+    """The sources of the visible notebook's cells as the page shows them."""
+    return [
+        text.replace("\u200b", "")
+        for text in page.locator(".jp-NotebookPanel:visible .jp-Cell .cm-content").all_inner_texts()
+    ]
+
+
+def test_an_agent_edit_shows_at_once_and_ctrl_z_undoes_it(lab: Lab, page: Any) -> None:
+    path = write_notebook(lab, "live/n.ipynb", [("code", "a = 1"), ("code", "b = 2")])
+    before = path.read_bytes()
+    open_in_editor(lab, page, "live/n.ipynb")
+    cells = lab.ok("get_notebook_cells", pathInProject="live/n.ipynb")["cells"]
+    assert cells[1]["outputs"][0]["text"] == "out:b = 2\n"
+    started = time.monotonic()
+    edited = lab.ok(
+        "edit_notebook_cell",
+        pathInProject="live/n.ipynb",
+        cellId=cells[1]["cellId"],
+        searchText="2",
+        replaceText="20",
+    )
+    assert edited["index"] == 1
+    wait_for(lambda: cell_sources(page) == ["a = 1", "b = 20"], what="the edit in the page")
+    assert time.monotonic() - started < 10
+    assert path.read_bytes() == before  # in the live document, for the user to save
+    # The cell keeps its output, as when the user edits it
+    outputs = page.locator(".jp-NotebookPanel:visible .jp-OutputArea-output")
+    assert "out:b = 2" in outputs.all_inner_texts()[1]
+
+    page.locator(".jp-NotebookPanel:visible .jp-CodeCell .cm-content").nth(1).click()
+    page.keyboard.press("Control+z")
+    wait_for(lambda: cell_sources(page) == ["a = 1", "b = 2"], what="Ctrl+Z to undo the edit")
+
+    # A structural change is one step of the notebook's own history (Z in command mode)
+    lab.ok("insert_notebook_cell", pathInProject="live/n.ipynb", source="c = 3", index=0)
+    wait_for(lambda: cell_sources(page) == ["c = 3", "a = 1", "b = 2"], what="the new cell")
+    page.keyboard.press("Escape")
+    page.keyboard.press("z")
+    wait_for(lambda: cell_sources(page) == ["a = 1", "b = 2"], what="Z to undo the insertion")
+
+
+def test_an_edit_of_a_cell_the_user_just_typed_into_is_refused(lab: Lab, page: Any) -> None:
+    write_notebook(lab, "live/stale.ipynb", [("code", "x = 1")])
+    open_in_editor(lab, page, "live/stale.ipynb")
+    cell = lab.ok("get_notebook_cell", pathInProject="live/stale.ipynb", index=0)
+    page.locator(".jp-NotebookPanel:visible .jp-CodeCell .cm-content").first.click()
+    page.keyboard.press("End")
+    page.keyboard.type(" + 1")
+    wait_for(lambda: cell_sources(page) == ["x = 1 + 1"], what="the user's typing")
+    error = lab.fails(
+        "edit_notebook_cell",
+        pathInProject="live/stale.ipynb",
+        cellId=cell["cellId"],
+        source="x = 2",
+        expectedSource=cell["source"],
+    )
+    assert "changed since it was read" in error and error.endswith("x = 1 + 1")
+    time.sleep(0.3)
+    assert cell_sources(page) == ["x = 1 + 1"]
+
+
+def test_a_running_cell_shows_star_then_outputs_then_its_count(lab: Lab, page: Any) -> None:
+    path = write_notebook(lab, "live/run.ipynb", [("code", "for i in range(3): print(i)")])
+    before = path.read_bytes()
+    open_in_editor(lab, page, "live/run.ipynb")
+    cell_id = lab.ok("get_notebook_cell", pathInProject="live/run.ipynb", index=0)["cellId"]
+    prompt = page.locator(".jp-NotebookPanel:visible .jp-CodeCell .jp-InputPrompt").first
+    outputs = page.locator(".jp-NotebookPanel:visible .jp-OutputArea-output")
+    wait_for(lambda: prompt.inner_text().strip() == "[1]:", what="the saved count")
+    answer = lab.probe(path="live/run.ipynb", cellId=cell_id, step="started")
+    assert answer["location"] == "window"
+    wait_for(lambda: prompt.inner_text().strip() == "[*]:", what="[*] while it runs")
+    wait_for(lambda: outputs.count() == 0, what="the old outputs cleared")
+    for i in range(3):
+        output = {"output_type": "stream", "name": "stdout", "text": f"{i}\n"}
+        lab.probe(path="live/run.ipynb", cellId=cell_id, step="output", output=output)
+    wait_for(
+        lambda: [t.strip() for t in outputs.all_inner_texts()] == ["0\n1\n2"],
+        what="the outputs so far",
+    )
+    assert prompt.inner_text().strip() == "[*]:"
+    lab.probe(path="live/run.ipynb", cellId=cell_id, step="finished", executionCount=7)
+    wait_for(lambda: prompt.inner_text().strip() == "[7]:", what="the execution count")
+    cell = lab.ok("get_notebook_cell", pathInProject="live/run.ipynb", cellId=cell_id)
+    assert cell["executionCount"] == 7 and cell["outputs"][0]["text"] == "0\n1\n2\n"
+    assert path.read_bytes() == before  # the live document has it; the user saves
+
+
+def test_with_collaboration_every_edit_goes_through_the_shared_document(
+    collab_lab: Lab, collab_page: Any
+) -> None:
+    lab, page = collab_lab, collab_page
+    path = write_notebook(lab, "shared/n.ipynb", [("code", "a = 1")])
+    # No window shows it: the shared document is changed, and the server saves it
+    added = lab.ok("insert_notebook_cell", pathInProject="shared/n.ipynb", source="b = 2")
+    wait_for(
+        lambda: [c.source for c in nbformat.read(path, as_version=4).cells] == ["a = 1", "b = 2"],
+        what="the server to save the shared document",
+    )
+    open_in_editor(lab, page, "shared/n.ipynb")
+    wait_for(lambda: cell_sources(page) == ["a = 1", "b = 2"], what="the saved edit in the page")
+    # Open: the window sees each edit as it happens, and a running cell's [*], outputs, count
+    lab.ok(
+        "edit_notebook_cell", pathInProject="shared/n.ipynb", cellId=added["cellId"], source="b = 3"
+    )
+    wait_for(lambda: cell_sources(page) == ["a = 1", "b = 3"], what="the edit in the page")
+    answer = lab.probe(path="shared/n.ipynb", cellId=added["cellId"], step="started")
+    assert answer["location"] == "shared"
+    prompt = page.locator(".jp-NotebookPanel:visible .jp-CodeCell .jp-InputPrompt").nth(1)
+    wait_for(lambda: prompt.inner_text().strip() == "[*]:", what="[*] while it runs")
+    output = {"output_type": "stream", "name": "stdout", "text": "shared\n"}
+    lab.probe(path="shared/n.ipynb", cellId=added["cellId"], step="output", output=output)
+    outputs = (
+        page.locator(".jp-NotebookPanel:visible .jp-CodeCell")
+        .nth(1)
+        .locator(".jp-OutputArea-output")
+    )
+    wait_for(lambda: [t.strip() for t in outputs.all_inner_texts()] == ["shared"], what="output")
+    lab.probe(path="shared/n.ipynb", cellId=added["cellId"], step="finished", executionCount=3)
+    wait_for(lambda: prompt.inner_text().strip() == "[3]:", what="the execution count")
 
 
 # -- actions and approvals -------------------------------------------------------------------

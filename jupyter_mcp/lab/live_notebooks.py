@@ -1,0 +1,420 @@
+"""Notebooks open in JupyterLab: changed through their live documents, not their files.
+
+:class:`LiveNotebooks` chooses where a notebook's document lives, on each ``open``:
+
+1. with jupyter-collaboration enabled, the server's shared document (:class:`SharedNotebook`):
+   every window sees each change, and it works with no window open at all;
+2. else the JupyterLab window showing the notebook, the one focused most recently
+   (:class:`WindowNotebook`): its live model is read (the user's unsaved edits included) and
+   each change is one transaction there, so it shows at once and one Ctrl+Z undoes it;
+3. else its file (:class:`~jupyter_mcp.documents.notebook_file.FileNotebook`).
+
+A change is computed on a copy of the notebook (the same edit functions as for files) and
+sent as the difference, cell by cell (by id): insertions, deletions, moves, and the sources,
+metadata and outputs that changed. It runs under the notebook's lock, the one the file tools
+take, so a file-tool write and a cell edit never interleave.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import copy
+import difflib
+import threading
+import time
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from ..core.context import ToolContext
+from ..core.errors import ToolError
+from ..documents.notebook_document import Location, NotebookDocument, NotebookDocuments
+from ..documents.notebook_file import FileNotebooks, check_structure, stable_ids
+from ..documents.running_cell import CELL_OUTPUT_LIMIT, RunningCell
+from ..kernels.sessions import api_path
+
+if TYPE_CHECKING:
+    from .editor import EditorBridge, Window
+
+T = TypeVar("T")
+
+#: Seconds between two updates of a running cell's outputs in a live document.
+LIVE_FLUSH_INTERVAL = 0.1
+#: Characters of outputs a second a running cell sends to a live document at most.
+LIVE_BYTES_PER_SECOND = 2_000_000
+
+
+@contextlib.asynccontextmanager
+async def held(lock: threading.Lock) -> AsyncIterator[None]:
+    """Hold a file's lock (a thread lock the file tools take in worker threads) on the loop."""
+    if not lock.acquire(blocking=False):
+        acquiring = asyncio.ensure_future(asyncio.to_thread(lock.acquire))
+        try:
+            await asyncio.shield(acquiring)
+        except asyncio.CancelledError:
+            # The thread still gets the lock; give it back as soon as it does.
+            def give_back(done: asyncio.Future[bool]) -> None:
+                if not done.cancelled() and done.exception() is None:
+                    lock.release()
+
+            acquiring.add_done_callback(give_back)
+            raise
+    try:
+        yield
+    finally:
+        lock.release()
+
+
+def _normalised(nb: dict[str, Any], shown: str) -> dict[str, Any]:
+    check_structure(nb, shown)
+    for cell in nb["cells"]:
+        if isinstance(cell.get("source"), list):
+            cell["source"] = "".join(cell["source"])
+    stable_ids(nb)
+    return nb
+
+
+def _placements(order: list[str], new_ids: list[str], stable: set[str]) -> list[dict[str, Any]]:
+    """Moves and insertions that turn ``order`` into ``new_ids``, leaving ``stable`` alone."""
+    order = list(order)
+    ops: list[dict[str, Any]] = []
+    for index, cell_id in enumerate(new_ids):
+        if index < len(order) and order[index] == cell_id or cell_id in stable:
+            continue
+        if cell_id in order:
+            order.remove(cell_id)
+            ops.append({"op": "move", "id": cell_id, "index": index})
+        else:
+            ops.append({"op": "insert", "index": index, "id": cell_id})
+        order.insert(index, cell_id)
+    return ops if order == new_ids else []
+
+
+def cell_ops(old: list[dict[str, Any]], new: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The steps that turn the cells ``old`` into ``new`` (matched by id), applied in order.
+
+    Deletions first; then moves and insertions, moving as few cells as it can (the longest
+    run of cells kept in order stays where it is, so one moved cell is one move, one undo
+    step and no re-rendering of the others); then, for kept cells, what changed in them (a
+    changed type replaces the cell).
+    """
+    new_ids = [c["id"] for c in new]
+    wanted = set(new_ids)
+    ops: list[dict[str, Any]] = [
+        {"op": "delete", "id": c["id"]} for c in old if c["id"] not in wanted
+    ]
+    by_id_old = {c["id"]: c for c in old}
+    by_id_new = {c["id"]: c for c in new}
+    order = [c["id"] for c in old if c["id"] in wanted]
+    matcher = difflib.SequenceMatcher(
+        a=order, b=[i for i in new_ids if i in by_id_old], autojunk=False
+    )
+    stable = {
+        order[block.a + k] for block in matcher.get_matching_blocks() for k in range(block.size)
+    }
+    # The cells outside the longest kept run move into place; should that ever not give the
+    # order wanted, every cell out of place moves instead (always right, maybe more moves).
+    placed = _placements(order, new_ids, stable) or _placements(order, new_ids, set())
+    for op in placed:
+        if op["op"] == "insert":
+            op["cell"] = copy.deepcopy(by_id_new[op.pop("id")])
+    ops += placed
+    for cell in new:
+        before = by_id_old.get(cell["id"])
+        if before is None:
+            continue
+        if before.get("cell_type") != cell.get("cell_type"):
+            ops.append({"op": "replace", "id": cell["id"], "cell": copy.deepcopy(cell)})
+            continue
+        if before.get("source") != cell.get("source"):
+            ops.append({"op": "source", "id": cell["id"], "source": cell["source"]})
+        if (before.get("metadata") or {}) != (cell.get("metadata") or {}):
+            ops.append({"op": "metadata", "id": cell["id"], "metadata": cell.get("metadata") or {}})
+        if cell.get("cell_type") == "code" and (
+            before.get("outputs") != cell.get("outputs")
+            or before.get("execution_count") != cell.get("execution_count")
+        ):
+            ops.append(
+                {
+                    "op": "outputs",
+                    "id": cell["id"],
+                    "outputs": copy.deepcopy(cell.get("outputs") or []),
+                    "execution_count": cell.get("execution_count"),
+                }
+            )
+    return ops
+
+
+class _LiveRuns:
+    """Running cells of a live document, shown at most every ``interval`` seconds."""
+
+    def __init__(
+        self, show: Callable[[RunningCell, str], Any], interval: float, limit: int
+    ) -> None:
+        self._show = show
+        self.interval = interval
+        self.limit = limit
+        self._runs: dict[str, RunningCell] = {}
+        self._last = 0.0
+        self._dirty = False
+        self._pending: asyncio.Task[None] | None = None
+
+    async def started(self, cell_id: str) -> None:
+        run = self._runs[cell_id] = RunningCell(cell_id, limit=self.limit)
+        try:
+            await self._show(run, "started")
+        except BaseException:
+            self._runs.pop(cell_id, None)
+            raise
+
+    def get(self, cell_id: str) -> RunningCell:
+        run = self._runs.get(cell_id)
+        if run is None:
+            raise RuntimeError(f"cell {cell_id} is not running")
+        return run
+
+    def changed(self) -> None:
+        self._dirty = True
+        if self._pending is None or self._pending.done():
+            self._pending = asyncio.get_running_loop().create_task(self._pump())
+
+    async def _pump(self) -> None:
+        # Outputs that arrive while an update is on its way are sent by the next round.
+        while self._dirty:
+            # Each update sends the cell's outputs whole: a big output is sent less often
+            # (about 2 MB a second at most), so a cell that prints a lot does not flood the
+            # window.
+            size = max((run.size for run in self._runs.values()), default=0)
+            interval = max(self.interval, size / LIVE_BYTES_PER_SECOND)
+            await asyncio.sleep(max(0.0, self._last + interval - time.monotonic()))
+            self._dirty = False
+            await self.flush()
+
+    async def flush(self) -> None:
+        self._last = time.monotonic()
+        for run in list(self._runs.values()):
+            if not run.finished:
+                with contextlib.suppress(ToolError):  # the last show says it, when it fails
+                    await self._show(run, "outputs")
+
+    async def finished(self, cell_id: str, execution_count: int | None) -> None:
+        run = self.get(cell_id)
+        run.finish(execution_count)
+        del self._runs[cell_id]
+        if not self._runs and self._pending is not None:
+            self._pending.cancel()
+            self._pending = None
+        await self._show(run, "finished")
+
+
+class WindowNotebook:
+    """A notebook open in a JupyterLab window, changed through that window's live model."""
+
+    location: Location = "window"
+
+    def __init__(
+        self,
+        ctx: ToolContext,
+        bridge: EditorBridge,
+        window: Window,
+        path: Path,
+        shown: str,
+        lab_path: str,
+        *,
+        flush_interval: float = LIVE_FLUSH_INTERVAL,
+        output_limit: int = CELL_OUTPUT_LIMIT,
+    ) -> None:
+        self.ctx = ctx
+        self.path = path
+        self.shown = shown
+        self._lab_path = lab_path
+        self._requests = bridge.ask(window=window)
+        self._runs = _LiveRuns(self._show_run, flush_interval, output_limit)
+
+    def _closed(self) -> ToolError:
+        return ToolError(
+            f"{self.shown} was closed in JupyterLab during the call; nothing was changed, "
+            "call again (it is then changed in its file)"
+        )
+
+    async def snapshot(self) -> dict[str, Any]:
+        answer = await self._requests.notebook_snapshot(self._lab_path)
+        if not isinstance(answer, dict):
+            raise self._closed()
+        answer.pop("path", None)
+        return _normalised(answer, self.shown)
+
+    async def change(self, edit: Callable[[dict[str, Any]], T]) -> T:
+        async with held(self.ctx.locks(self.path)):
+            nb = await self.snapshot()
+            ids_missing = [c for c in nb["cells"] if not c.get("id")]
+            assert not ids_missing  # a live model gives every cell an id
+            before = copy.deepcopy(nb["cells"])
+            result = edit(nb)
+            _normalised(nb, self.shown)
+            ops = cell_ops(before, nb["cells"])
+            if ops and await self._requests.notebook_apply(self._lab_path, ops) is None:
+                raise self._closed()
+        return result
+
+    async def _show_run(self, run: RunningCell, state: str) -> None:
+        answer = await self._requests.notebook_run(
+            self._lab_path,
+            run.cell_id,
+            state,
+            outputs=run.outputs,
+            executionCount=run.execution_count if state == "finished" else None,
+        )
+        if answer is None:
+            raise self._closed()
+
+    async def run_started(self, cell_id: str) -> None:
+        await self._runs.started(cell_id)
+
+    async def output(self, cell_id: str, output: dict[str, Any]) -> None:
+        self._runs.get(cell_id).add(output)
+        self._runs.changed()
+
+    async def clear_output(self, cell_id: str) -> None:
+        self._runs.get(cell_id).clear()
+        self._runs.changed()
+
+    async def run_finished(self, cell_id: str, execution_count: int | None) -> None:
+        await self._runs.finished(cell_id, execution_count)
+
+
+class SharedNotebook:
+    """A notebook changed in the server's shared document (jupyter-collaboration)."""
+
+    location: Location = "shared"
+
+    def __init__(
+        self,
+        ctx: ToolContext,
+        ydoc: Any,
+        path: Path,
+        shown: str,
+        *,
+        flush_interval: float = LIVE_FLUSH_INTERVAL,
+        output_limit: int = CELL_OUTPUT_LIMIT,
+    ) -> None:
+        self.ctx = ctx
+        self.path = path
+        self.shown = shown
+        self._ydoc = ydoc
+        self._runs = _LiveRuns(self._show_run, flush_interval, output_limit)
+
+    async def snapshot(self) -> dict[str, Any]:
+        return _normalised(copy.deepcopy(self._ydoc.get()), self.shown)
+
+    async def change(self, edit: Callable[[dict[str, Any]], T]) -> T:
+        async with held(self.ctx.locks(self.path)):
+            nb = await self.snapshot()
+            before = copy.deepcopy(nb)
+            result = edit(nb)
+            _normalised(nb, self.shown)
+            if (nb.get("nbformat", 4), nb.get("nbformat_minor", 0)) < (4, 5):
+                # Its cells have ids now, which nbformat 4.5 is the first to keep.
+                nb["nbformat"], nb["nbformat_minor"] = 4, 5
+            if nb != before:
+                # jupyter_ydoc matches cells by id and updates only what changed, in one
+                # transaction, so every window sees the change as a change, not a reload.
+                self._ydoc.set(nb)
+        return result
+
+    def _ycell(self, cell_id: str) -> Any:
+        for ycell in self._ydoc.ycells:
+            if ycell.get("id") == cell_id:
+                if ycell.get("cell_type") != "code":
+                    raise ToolError(f"Cell {cell_id} of {self.shown} is not a code cell")
+                return ycell
+        raise ToolError(f"{self.shown} has no cell with id {cell_id!r}")
+
+    async def _show_run(self, run: RunningCell, state: str) -> None:
+        from pycrdt import Array, Map, Text
+
+        ycell = self._ycell(run.cell_id)
+        youtputs = []
+        for output in run.outputs:
+            output = dict(output)
+            if output.get("output_type") == "stream":
+                output["text"] = Text(str(output.get("text", "")))
+            youtputs.append(Map(output))
+        with self._ydoc.ydoc.transaction():
+            if not isinstance(ycell.get("outputs"), Array):
+                ycell["outputs"] = Array()
+            ycell["outputs"].clear()
+            ycell["outputs"].extend(youtputs)
+            if state == "started":
+                ycell["execution_count"] = None
+                ycell["execution_state"] = "running"
+            elif state == "finished":
+                ycell["execution_count"] = run.execution_count
+                ycell["execution_state"] = "idle"
+
+    async def run_started(self, cell_id: str) -> None:
+        await self._runs.started(cell_id)
+
+    async def output(self, cell_id: str, output: dict[str, Any]) -> None:
+        self._runs.get(cell_id).add(output)
+        self._runs.changed()
+
+    async def clear_output(self, cell_id: str) -> None:
+        self._runs.get(cell_id).clear()
+        self._runs.changed()
+
+    async def run_finished(self, cell_id: str, execution_count: int | None) -> None:
+        await self._runs.finished(cell_id, execution_count)
+
+
+def collaboration(serverapp: Any) -> Any:
+    """jupyter-collaboration's server extension when it is enabled and running, else None."""
+    manager = getattr(serverapp, "extension_manager", None)
+    if manager is None:
+        return None
+    for name in ("jupyter_server_ydoc", "jupyter_collaboration"):
+        apps = manager.extension_apps.get(name) if hasattr(manager, "extension_apps") else None
+        for app in apps or ():
+            if hasattr(app, "get_document") and not getattr(app, "disable_rtc", False):
+                return app
+    return None
+
+
+class LiveNotebooks:
+    """The documents of notebooks on a server: shared, in a window, or in their file."""
+
+    def __init__(
+        self, ctx: ToolContext, bridge: EditorBridge | None, files: NotebookDocuments | None
+    ) -> None:
+        self.ctx = ctx
+        self.bridge = bridge
+        self.files = files if files is not None else FileNotebooks(ctx)
+
+    async def open(self, path: Path, shown: str) -> NotebookDocument:
+        doc = await self.files.open(path, shown)  # the file's errors (missing, not a notebook)
+        serverapp = self.ctx.serverapp
+        if serverapp is None:
+            return doc
+        lab_path = api_path(self.ctx, path)
+        extension = collaboration(serverapp)
+        if extension is not None:
+            ydoc = await extension.get_document(
+                path=lab_path, content_type="notebook", file_format="json", copy=False, create=True
+            )
+            if ydoc is not None:
+                return SharedNotebook(self.ctx, ydoc, path, shown)
+        window = self._window_showing(path)
+        if window is not None and self.bridge is not None:
+            return WindowNotebook(self.ctx, self.bridge, window, path, shown, lab_path)
+        return doc
+
+    def _window_showing(self, path: Path) -> Window | None:
+        if self.bridge is None:
+            return None
+        found = [
+            window
+            for window, document in self.bridge.documents_at(path)
+            if document.type == "notebook"
+        ]
+        return max(found, key=lambda w: w.focused_at) if found else None

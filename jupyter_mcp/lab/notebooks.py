@@ -1,0 +1,148 @@
+"""Which notebook a call means, and its document.
+
+There is no "current notebook" kept between calls: each call names its notebook with
+``pathInProject``, or means the notebook focused in JupyterLab (the active document of the
+window focused last) when it names none, so agents on one server never act on each other's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import urllib.parse
+from pathlib import Path
+from typing import Any
+
+from ..core.context import ToolContext
+from ..core.errors import ToolError
+from ..core.registry import Image
+from ..documents.cells import find_cell, source_of
+from ..documents.notebook_document import NotebookDocument
+from ..kernels.outputs import images_of, output_object
+from ..kernels.sessions import find_notebook_kernel
+
+NO_FOCUSED_NOTEBOOK = (
+    "No pathInProject was given and no notebook is focused in JupyterLab; give the "
+    "notebook's pathInProject (relative to the project root)"
+)
+
+
+def focused_notebook(ctx: ToolContext) -> str | None:
+    """The path (relative to the root) of the notebook focused in JupyterLab, or None."""
+    bridge = ctx.services.editor  # None outside a server
+    window = bridge.current() if bridge is not None else None
+    active = window.active if window is not None else None
+    if active is None or active.type != "notebook":
+        return None
+    return active.path
+
+
+async def open_notebook(ctx: ToolContext, path_in_project: str | None) -> NotebookDocument:
+    """The document of the notebook ``path_in_project`` names (default: the focused one).
+
+    Raises :class:`ToolError` when none is named or focused, or when the path is outside the
+    project, missing, not a notebook or not valid notebook JSON.
+    """
+    if not path_in_project:
+        path_in_project = focused_notebook(ctx)
+        if path_in_project is None:
+            raise ToolError(NO_FOCUSED_NOTEBOOK)
+    path = await asyncio.to_thread(ctx.resolve, path_in_project)
+    notebooks = ctx.services.notebooks
+    if notebooks is None:
+        raise ToolError("This server has no notebook documents (its services were not built)")
+    return await notebooks.open(path, ctx.relative(path))
+
+
+#: Characters of one output's text in a listing of cells, and in one cell read in full.
+LISTING_TEXT_LIMIT = 1000
+CELL_TEXT_LIMIT = 20000
+#: Where an output's picture can be read as an MCP resource.
+IMAGE_URI = "jupyter-mcp://notebook/{path}/cell/{cellId}/output/{index}"
+_IMAGE_URI = re.compile(
+    r"^jupyter-mcp://notebook/(?P<path>.+)/cell/(?P<cell>[^/]+)/output/(?P<n>\d+)$"
+)
+
+
+def image_uri(shown: str, cell_id: str, index: int) -> str:
+    """The resource URI of output ``index`` (0-based) of a cell."""
+    return IMAGE_URI.format(
+        path=urllib.parse.quote(shown, safe="/"),
+        cellId=urllib.parse.quote(cell_id, safe=""),
+        index=index,
+    )
+
+
+def is_image_uri(uri: str) -> bool:
+    """Whether ``uri`` has the form of :data:`IMAGE_URI`."""
+    return _IMAGE_URI.match(uri) is not None
+
+
+def cell_object(
+    cell: dict[str, Any],
+    index: int,
+    *,
+    shown: str,
+    include_outputs: bool = True,
+    limit: int = CELL_TEXT_LIMIT,
+) -> dict[str, Any]:
+    """A cell as the notebook tools answer it, outputs as output objects."""
+    found: dict[str, Any] = {
+        "cellId": cell.get("id"),
+        "index": index,
+        "cellType": cell.get("cell_type"),
+        "source": source_of(cell),
+        "executionCount": cell.get("execution_count"),
+    }
+    if include_outputs:
+        outputs = []
+        for n, output in enumerate(cell.get("outputs") or []):
+            obj = output_object(output, limit=limit)
+            if images_of([output]):
+                obj["imageUri"] = image_uri(shown, str(cell.get("id")), n)
+            outputs.append(obj)
+        found["outputs"] = outputs
+    return found
+
+
+def cell_images(cells: list[dict[str, Any]]) -> list[Image]:
+    """The pictures of the outputs of ``cells``, in order."""
+    return [image for cell in cells for image in images_of(cell.get("outputs") or [])]
+
+
+async def kernel_of(ctx: ToolContext, path: Path) -> dict[str, Any] | None:
+    """``{"kernelId", "name", "state"}`` of the notebook's session kernel, or None."""
+    if ctx.serverapp is None:
+        return None
+    found = await find_notebook_kernel(ctx, path)
+    if found is None:
+        return None
+    try:
+        manager = ctx.serverapp.kernel_manager.get_kernel(found.kernel_id)
+    except KeyError:
+        return None
+    return {
+        "kernelId": found.kernel_id,
+        "name": getattr(manager, "kernel_name", None),
+        "state": getattr(manager, "execution_state", None),
+    }
+
+
+async def output_image(ctx: ToolContext, uri: str) -> Image:
+    """The picture a resource URI of :func:`image_uri` names (ToolError when there is none)."""
+    match = _IMAGE_URI.match(uri)
+    if match is None:
+        raise ToolError(f"Not a notebook output resource: {uri}")
+    shown = urllib.parse.unquote(match["path"])
+    cell_id = urllib.parse.unquote(match["cell"])
+    doc = await open_notebook(ctx, shown)
+    nb = await doc.snapshot()
+    cell = nb["cells"][find_cell(nb, doc.shown, cell_id=cell_id)]
+    outputs = cell.get("outputs") or []
+    n = int(match["n"])
+    if n >= len(outputs):
+        raise ToolError(f"Cell {cell_id} of {doc.shown} has no output {n}")
+    images = images_of([outputs[n]])
+    if not images:
+        raise ToolError(f"Output {n} of cell {cell_id} of {doc.shown} is not a picture")
+    return images[0]

@@ -1,0 +1,269 @@
+"""Notebook tools: read a notebook as cells with their outputs, and edit its cells.
+
+Each call names its notebook (``pathInProject``; default: the notebook focused in JupyterLab)
+and its cells by id (an index is accepted, the id wins). The edit runs on the notebook's
+document: the open JupyterLab window's or the shared one when the notebook is open (visible at
+once, undoable), else its file; resolving the cell and changing it happen under the notebook's
+lock, the one the file tools take.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..core.context import ToolContext
+from ..core.registry import ToolSet, WithImages
+from ..documents import cells as ops
+from ..lab.notebooks import (
+    LISTING_TEXT_LIMIT,
+    cell_images,
+    cell_object,
+    kernel_of,
+    open_notebook,
+)
+
+tools = ToolSet("notebooks")
+
+PATH = {
+    "type": "string",
+    "description": (
+        "The notebook (.ipynb), relative to the project root (an absolute path inside it "
+        "works). Default: the notebook focused in JupyterLab."
+    ),
+}
+CELL_ID = {
+    "type": "string",
+    "description": "The cell's id (from get_notebook_cells); wins over index.",
+}
+INDEX = {"type": "integer", "minimum": 0, "description": "The cell's 0-based index."}
+EXPECTED = {
+    "type": "string",
+    "description": (
+        "The cell's source as you last read it (or 'sha256:' + the hex SHA-256 of it): when "
+        "the cell changed since, nothing is changed and the error gives the current source."
+    ),
+}
+
+
+@tools.tool(
+    "get_notebook_cells",
+    "Read a notebook as cells: id, index, type, source, execution count and outputs "
+    "(each output's type and text, long text cut head and tail with the cut said; pictures "
+    "as images, errors as name, value and traceback), with the notebook's kernel. Reads the "
+    "open document in JupyterLab (unsaved edits included). Pages with start/limit.",
+    {
+        "pathInProject": PATH,
+        "start": {"type": "integer", "minimum": 0, "default": 0, "description": "First index."},
+        "limit": {
+            "type": "integer",
+            "minimum": 1,
+            "maximum": 500,
+            "default": 50,
+            "description": "How many cells at most.",
+        },
+        "includeOutputs": {"type": "boolean", "default": True, "description": "With outputs."},
+    },
+    read_only=True,
+    idempotent=True,
+    title="Read notebook cells",
+)
+async def get_notebook_cells(
+    ctx: ToolContext,
+    pathInProject: str | None = None,
+    start: int = 0,
+    limit: int = 50,
+    includeOutputs: bool = True,
+) -> WithImages:
+    """A page of the notebook's cells."""
+    doc = await open_notebook(ctx, pathInProject)
+    nb = await doc.snapshot()
+    page = nb["cells"][start : start + limit]
+    found = {
+        "path": doc.shown,
+        "cellCount": len(nb["cells"]),
+        "kernel": await kernel_of(ctx, doc.path),
+        "start": start,
+        "cells": [
+            cell_object(
+                cell,
+                start + i,
+                shown=doc.shown,
+                include_outputs=includeOutputs,
+                limit=LISTING_TEXT_LIMIT,
+            )
+            for i, cell in enumerate(page)
+        ],
+    }
+    if start + len(page) < len(nb["cells"]):
+        found["nextStart"] = start + len(page)
+    return WithImages(found, cell_images(page) if includeOutputs else [])
+
+
+@tools.tool(
+    "get_notebook_cell",
+    "Read one notebook cell in full: source, execution count and every output (text, "
+    "pictures as images, errors as name, value and traceback).",
+    {"pathInProject": PATH, "cellId": CELL_ID, "index": INDEX},
+    read_only=True,
+    idempotent=True,
+    title="Read notebook cell",
+)
+async def get_notebook_cell(
+    ctx: ToolContext,
+    pathInProject: str | None = None,
+    cellId: str | None = None,
+    index: int | None = None,
+) -> WithImages:
+    """One cell with its outputs."""
+    doc = await open_notebook(ctx, pathInProject)
+    nb = await doc.snapshot()
+    position = ops.find_cell(nb, doc.shown, cellId, index)
+    cell = nb["cells"][position]
+    return WithImages(cell_object(cell, position, shown=doc.shown), cell_images([cell]))
+
+
+@tools.tool(
+    "insert_notebook_cell",
+    "Insert a new cell (code, markdown or raw) into a notebook at an index, after a cell, or "
+    "at the end. Answers the new cell's id and index.",
+    {
+        "pathInProject": PATH,
+        "source": {"type": "string", "description": "The cell's source."},
+        "cellType": {"type": "string", "enum": list(ops.CELL_TYPES), "default": "code"},
+        "index": {
+            "type": "integer",
+            "minimum": 0,
+            "description": "Where the cell goes (0-based; the cell count appends).",
+        },
+        "afterCellId": {"type": "string", "description": "Insert after this cell."},
+    },
+    required=["source"],
+    destructive=False,
+    title="Insert notebook cell",
+)
+async def insert_notebook_cell(
+    ctx: ToolContext,
+    source: str,
+    pathInProject: str | None = None,
+    cellType: str = "code",
+    index: int | None = None,
+    afterCellId: str | None = None,
+) -> dict[str, Any]:
+    """Insert one cell."""
+    doc = await open_notebook(ctx, pathInProject)
+    return await doc.change(
+        lambda nb: ops.insert_cell(nb, doc.shown, source, cellType, index, afterCellId)
+    )
+
+
+@tools.tool(
+    "edit_notebook_cell",
+    "Edit a notebook cell: replace its whole source, or replace searchText with replaceText "
+    "(the first and only occurrence, or every one with replaceAll), and/or change its type. "
+    "With expectedSource, the edit is refused if the cell changed since you read it. Answers a "
+    "short unified diff.",
+    {
+        "pathInProject": PATH,
+        "cellId": CELL_ID,
+        "index": INDEX,
+        "source": {"type": "string", "description": "The new source (replaces all of it)."},
+        "searchText": {"type": "string", "description": "Text to find in the cell's source."},
+        "replaceText": {"type": "string", "description": "What replaces searchText."},
+        "replaceAll": {"type": "boolean", "default": False, "description": "Every occurrence."},
+        "cellType": {"type": "string", "enum": list(ops.CELL_TYPES)},
+        "expectedSource": EXPECTED,
+    },
+    title="Edit notebook cell",
+)
+async def edit_notebook_cell(
+    ctx: ToolContext,
+    pathInProject: str | None = None,
+    cellId: str | None = None,
+    index: int | None = None,
+    source: str | None = None,
+    searchText: str | None = None,
+    replaceText: str | None = None,
+    replaceAll: bool = False,
+    cellType: str | None = None,
+    expectedSource: str | None = None,
+) -> dict[str, Any]:
+    """Edit one cell's source or type."""
+    doc = await open_notebook(ctx, pathInProject)
+    return await doc.change(
+        lambda nb: ops.edit_cell(
+            nb,
+            doc.shown,
+            cell_id=cellId,
+            index=index,
+            source=source,
+            search_text=searchText,
+            replace_text=replaceText,
+            replace_all=replaceAll,
+            cell_type=cellType,
+            expected_source=expectedSource,
+        )
+    )
+
+
+@tools.tool(
+    "delete_notebook_cells",
+    "Delete cells of a notebook by id (several at once). When one id is unknown nothing is "
+    "deleted.",
+    {
+        "pathInProject": PATH,
+        # An empty list is refused by the tool itself, with the other fields checked first.
+        "cellIds": {"type": "array", "items": {"type": "string"}, "description": "At least one."},
+    },
+    required=["cellIds"],
+    title="Delete notebook cells",
+)
+async def delete_notebook_cells(
+    ctx: ToolContext, cellIds: list[str], pathInProject: str | None = None
+) -> dict[str, Any]:
+    """Delete cells."""
+    doc = await open_notebook(ctx, pathInProject)
+    return await doc.change(lambda nb: ops.delete_cells(nb, doc.shown, cellIds))
+
+
+@tools.tool(
+    "move_notebook_cell",
+    "Move a notebook cell so that it ends up at toIndex (0-based).",
+    {
+        "pathInProject": PATH,
+        "cellId": CELL_ID,
+        "index": INDEX,
+        "toIndex": {"type": "integer", "minimum": 0, "description": "Its index afterwards."},
+    },
+    required=["toIndex"],
+    destructive=False,
+    idempotent=True,
+    title="Move notebook cell",
+)
+async def move_notebook_cell(
+    ctx: ToolContext,
+    toIndex: int,
+    pathInProject: str | None = None,
+    cellId: str | None = None,
+    index: int | None = None,
+) -> dict[str, Any]:
+    """Move one cell."""
+    doc = await open_notebook(ctx, pathInProject)
+    return await doc.change(lambda nb: ops.move_cell(nb, doc.shown, toIndex, cellId, index))
+
+
+@tools.tool(
+    "clear_notebook_outputs",
+    "Clear the outputs and execution counts of a notebook's code cells (the named ones, or all).",
+    {
+        "pathInProject": PATH,
+        "cellIds": {"type": "array", "items": {"type": "string"}},
+    },
+    idempotent=True,
+    title="Clear notebook outputs",
+)
+async def clear_notebook_outputs(
+    ctx: ToolContext, pathInProject: str | None = None, cellIds: list[str] | None = None
+) -> dict[str, Any]:
+    """Clear outputs."""
+    doc = await open_notebook(ctx, pathInProject)
+    return await doc.change(lambda nb: ops.clear_outputs(nb, doc.shown, cellIds))
