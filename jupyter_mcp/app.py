@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import fields
 from pathlib import Path
@@ -15,7 +16,7 @@ from .core.registry import Registry
 from .core.version import __version__
 from .lab.editor import EditorBridge
 from .plugins.host import load_plugins
-from .services import build_services
+from .services import build_services, warm_up
 from .surfaces.mcp import MCPSurface, allowed_hosts
 from .surfaces.routes import default_handlers
 from .surfaces.seed_port import SeedPortListener, parse_port_range
@@ -157,8 +158,19 @@ class JupyterMCP(ExtensionApp):
         ),
     )
 
+    warm_start = Bool(
+        True,
+        config=True,
+        help=(
+            "At start-up, start in the background what the first tool calls need (the search "
+            "worker and its index of the project, the code-analysis worker), so that no first "
+            "call waits for it; False starts each on first use."
+        ),
+    )
+
     registry: Registry
     tool_context: ToolContext
+    _warm_task: asyncio.Task[None] | None = None
 
     def settings_snapshot(self) -> Settings:
         """The current policies as the plain object tools read (one trait per field)."""
@@ -254,9 +266,17 @@ class JupyterMCP(ExtensionApp):
         surface = self.tool_context.services.mcp_surface
         assert surface is not None  # made in initialize_settings, which runs first
         await surface.start()
+        if self.warm_start:
+            # Not awaited: the server serves at once, and a call that needs something still
+            # starting waits for that one thing.
+            self._warm_task = asyncio.get_running_loop().create_task(
+                warm_up(self.tool_context.services, self.log)
+            )
 
     async def stop_extension(self) -> None:
         """Stop every service (sessions, runs, commands, worker processes, listeners)."""
+        if self._warm_task is not None:
+            self._warm_task.cancel()
         context = getattr(self, "tool_context", None)
         if context is not None:
             await context.services.aclose(self.log)

@@ -248,9 +248,16 @@ def find_names(
     return results
 
 
-OPERATIONS: dict[str, Callable[..., list[dict[str, Any]]]] = {
+def index_size(index: ProjectIndex) -> int:
+    """How many files of a refreshed ``index`` are searched: the warm-up's request, which makes
+    the worker build its index (and read the files) before the first search needs it."""
+    return len(index.searchable())
+
+
+OPERATIONS: dict[str, Callable[..., Any]] = {
     "content": search_content,
     "names": find_names,
+    "warm": index_size,
 }
 
 
