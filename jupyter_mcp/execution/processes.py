@@ -136,14 +136,20 @@ def _state_and_group(stat_path: str) -> tuple[str, int] | None:
     return fields[0], int(fields[2])
 
 
-async def kill_group(pgid: int) -> None:
-    """SIGTERM the process group, then SIGKILL whatever is left after :data:`KILL_GRACE`."""
+async def kill_group(pgid: int, *, grace: float = KILL_GRACE, terminate: bool = True) -> None:
+    """SIGTERM the process group, then SIGKILL whatever is left after ``grace`` seconds.
+
+    ``terminate=False`` when the group was sent its SIGTERM already: a second one would land
+    in the middle of the clean-up the first one started (killing the commands a trap runs),
+    so the group only gets the rest of its grace, then SIGKILL.
+    """
     if sys.platform == "win32":  # pragma: no cover - no process groups to signal
         return
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, signal.SIGTERM)
-        os.killpg(pgid, signal.SIGCONT)  # a stopped process must run to see SIGTERM
-    deadline = time.monotonic() + KILL_GRACE
+    if terminate:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pgid, signal.SIGTERM)
+            os.killpg(pgid, signal.SIGCONT)  # a stopped process must run to see SIGTERM
+    deadline = time.monotonic() + grace
     while time.monotonic() < deadline:
         if not await asyncio.to_thread(group_alive, pgid):
             return
