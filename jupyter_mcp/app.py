@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import atexit
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import fields
 from pathlib import Path
@@ -247,6 +248,14 @@ class JupyterMCP(ExtensionApp):
             self.registry, self.tool_context, allowed_hosts=allowed_hosts(self.serverapp)
         )
         services.seed_port = self._start_seed_port()
+        # Jupyter stops its extensions on SIGTERM and on a confirmed Ctrl-C; a SIGINT without a
+        # terminal ends the process without that. Then this ends what runs and commands started.
+        atexit.register(self._kill_leftovers)
+
+    def _kill_leftovers(self) -> None:
+        services = self.tool_context.services
+        services.runs.kill_now()
+        services.background_commands.kill_now()
 
     def _start_seed_port(self) -> SeedPortListener | None:
         """Open the seed port-range listener when ``port_range`` asks for it."""
@@ -275,6 +284,7 @@ class JupyterMCP(ExtensionApp):
 
     async def stop_extension(self) -> None:
         """Stop every service (sessions, runs, commands, worker processes, listeners)."""
+        atexit.unregister(self._kill_leftovers)  # stopped properly: nothing left to kill
         if self._warm_task is not None:
             self._warm_task.cancel()
         context = getattr(self, "tool_context", None)

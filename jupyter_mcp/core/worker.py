@@ -49,6 +49,10 @@ class WorkerStartFailed(WorkerFailed):
     """The child process could not be started at all."""
 
 
+class WorkerDied(WorkerFailed):
+    """The child stopped while it worked on the request (it had received it)."""
+
+
 class WorkerProcess:
     """The server's handle on one worker child process. Thread-safe; calls are serialised."""
 
@@ -105,13 +109,18 @@ class WorkerProcess:
             assert self._requests is not None and self._answers is not None
             try:
                 self._requests.send(request)
+            except OSError as e:  # it was gone before it got the request
+                self._stop()
+                raise WorkerFailed(str(e) or type(e).__name__) from e
+            try:
                 if not self._answers.poll(max(0.0, deadline - time.monotonic())):
                     self._stop()
                     raise WorkerTimeout(f"no answer within {limit:g} s")
                 status, value = self._answers.recv()
             except (EOFError, OSError) as e:
+                how = self._ended()
                 self._stop()
-                raise WorkerFailed(str(e) or type(e).__name__) from e
+                raise WorkerDied(how or str(e) or type(e).__name__) from e
         finally:
             self._lock.release()
         if status != "ok":
@@ -149,6 +158,17 @@ class WorkerProcess:
         proc.stdout.close()
         self._proc = proc
         return True
+
+    def _ended(self) -> str:
+        """How the child ended ("killed by signal 9", "exited with status 1"); "" if alive."""
+        proc = self._proc
+        if proc is None:
+            return ""
+        try:
+            code = proc.wait(timeout=1)
+        except subprocess.TimeoutExpired:
+            return ""
+        return f"killed by signal {-code}" if code < 0 else f"exited with status {code}"
 
     def _stop(self) -> None:
         for conn in (self._requests, self._answers):

@@ -45,7 +45,7 @@ from ..documents.facts import NOTEBOOK_SUFFIX, is_notebook
 from ..kernels.execute import connected_client, execute, kernel_name_for
 from ..project.walk import iter_project_files
 from .output import OutputBuffer, plain_text
-from .processes import Activity, iso, kill_group
+from .processes import Activity, iso, kill_group, kill_group_now
 
 #: Placeholder for the kernel's own Python interpreter in an argv.
 PYTHON = "${python}"
@@ -740,6 +740,22 @@ class RunManager:
         return await execute(
             client, code, on_message=on_message, is_alive=is_alive, user_expressions=expressions
         )
+
+    def kill_now(self) -> None:
+        """End every running run's program and kernel without the event loop.
+
+        For a server that exits without stopping its extensions (an interrupt it does not
+        handle, without a terminal): nothing a run started may outlive it.
+        """
+        manager: Any = getattr(self.serverapp, "kernel_manager", None)
+        for run in self.running():
+            if run.pgid is not None:
+                kill_group_now(run.pgid, grace=1.0)
+            with contextlib.suppress(Exception):  # no manager, no such kernel: nothing to end
+                provisioner = manager.get_kernel(run.kernel_id).provisioner
+                kernel_group = getattr(provisioner, "pgid", None) or provisioner.process.pid
+                if kernel_group and kernel_group != os.getpgrp():
+                    kill_group_now(kernel_group, grace=1.0)
 
     async def shutdown(self) -> None:
         """Stop every run (the server is stopping)."""

@@ -26,7 +26,14 @@ import pathspec
 
 from ..core.context import Settings
 from ..core.errors import ToolError
-from ..core.worker import WorkerBusy, WorkerFailed, WorkerProcess, WorkerStartFailed, WorkerTimeout
+from ..core.worker import (
+    WorkerBusy,
+    WorkerDied,
+    WorkerFailed,
+    WorkerProcess,
+    WorkerStartFailed,
+    WorkerTimeout,
+)
 from .index import FileEntry, ProjectIndex
 
 DEFAULT_MAX_RESULTS = 1000
@@ -345,6 +352,12 @@ class WorkerSearch:
                 ) from e
             except WorkerStartFailed as e:
                 raise ToolError(f"Could not start the search worker process: {e}") from e
+            except WorkerDied as e:
+                # It had the request: running it again could end the same way. Say so.
+                raise ToolError(
+                    f"The search worker process stopped during this search ({e}); "
+                    "try again (the next search starts a new one)"
+                ) from e
             except WorkerFailed as e:
                 if self.worker.closed:
                     raise ToolError("The server is shutting down; search is not available") from e

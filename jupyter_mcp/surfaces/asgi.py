@@ -223,23 +223,31 @@ class StreamableHTTPHandler(MCPBaseHandler):
         surface = self.surface
         app: ASGIApp = surface.handle
         session_id = self.request.headers.get("Mcp-Session-Id")
-        if (
-            self.request.method == "POST"
-            and session_id is not None
-            and surface.answers_as_json(_parsed(self.request.body), session_id)
-        ):
-            # A request in a legacy session that streams nothing: one JSON body. (2026-07-28
-            # requests have no session; the SDK answers those that stream nothing as JSON
-            # itself, and watches their connection to cancel them when the client leaves.)
-            app = functools.partial(surface.handle, json_answer=True)
-        await serve_asgi(
-            self,
-            app,
-            headers=headers,
-            disconnected=self._disconnected,
-            json_only=json_only,
-            user=session_owner(self),
-        )
+        watch: asyncio.Future[None] | None = None
+        if self.request.method == "POST" and session_id is not None:
+            message = _parsed(self.request.body)
+            if surface.answers_as_json(message, session_id):
+                # A request in a legacy session that streams nothing: one JSON body.
+                # (2026-07-28 requests have no session; the SDK answers those that stream
+                # nothing as JSON itself, and watches their connection to cancel them.)
+                app = functools.partial(surface.handle, json_answer=True)
+            if isinstance(message, dict) and message.get("method") == "tools/call":
+                # The SDK does not stop a legacy call whose client left: this does.
+                watch = asyncio.ensure_future(
+                    _cancel_when(self._disconnected, surface, session_id, message.get("id"))
+                )
+        try:
+            await serve_asgi(
+                self,
+                app,
+                headers=headers,
+                disconnected=self._disconnected,
+                json_only=json_only,
+                user=session_owner(self),
+            )
+        finally:
+            if watch is not None:
+                watch.cancel()
 
     @web.authenticated
     @authorized("execute")  # a message may call a tool, which runs commands and kernels
@@ -262,6 +270,13 @@ class StreamableHTTPHandler(MCPBaseHandler):
     def error_payload(self, reason: str) -> dict[str, Any]:
         """HTTP-level refusals (auth, origin) as a JSON-RPC error without id."""
         return {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": reason}}
+
+
+async def _cancel_when(
+    disconnected: asyncio.Event, surface: MCPSurface, session_id: str, request_id: Any
+) -> None:
+    await disconnected.wait()
+    surface.cancel_call(session_id, request_id)
 
 
 def _parsed(body: bytes | None) -> Any:

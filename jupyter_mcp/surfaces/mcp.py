@@ -27,6 +27,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any, cast
 
+import anyio
 import mcp_types as types
 from mcp.server.lowlevel.server import NotificationOptions, Server
 from mcp.server.models import InitializationOptions
@@ -393,6 +394,8 @@ class MCPSurface:
         # The standalone channel of each legacy session, for tools/list_changed.
         self._sessions: OrderedDict[str, Any] = OrderedDict()
         self._visible: tuple[str, ...] = ()
+        # The running calls of legacy sessions, by (session id, request id), to cancel.
+        self._calls: dict[tuple[str, str], anyio.CancelScope] = {}
         # 2026-07-28 clients hear of changes on a ``subscriptions/listen`` stream.
         self._bus = InMemorySubscriptionBus()
         self._listen = ListenHandler(self._bus)
@@ -502,6 +505,12 @@ class MCPSurface:
         finally:
             _json_answer.reset(token)
 
+    def cancel_call(self, session_id: str, request_id: Any) -> None:
+        """Stop the call ``request_id`` of legacy session ``session_id`` (its client left)."""
+        scope = self._calls.get((session_id, str(request_id)))
+        if scope is not None:
+            scope.cancel()
+
     def answers_as_json(self, message: Any, session_id: str) -> bool:
         """Whether a POST of legacy session ``session_id`` is answered as one JSON body.
 
@@ -547,16 +556,28 @@ class MCPSurface:
         reporter_token = progress_reporter.set(progress.report if progress else None)
         sink_token = _call_log_sink.set(logs.record if logs else None)
         finished = False
+        # A legacy call whose client leaves is cancelled here (see cancel_call); a 2026-07-28
+        # one is cancelled by the SDK, which watches its connection.
+        session = _session_id(rctx)
+        key = None if session is None else (session, str(rctx.request_id))
         try:
-            result = await self.registry.call(
-                name, dict(params.arguments or {}), self.ctx, always_window=True
-            )
-            answer = call_tool_result(result, rctx.protocol_version)
+            with anyio.CancelScope() as scope:
+                if key is not None:
+                    self._calls[key] = scope
+                result = await self.registry.call(
+                    name, dict(params.arguments or {}), self.ctx, always_window=True
+                )
+            if scope.cancelled_caught:
+                answer = error_result(f"{name} was stopped: the client went away")
+            else:
+                answer = call_tool_result(result, rctx.protocol_version)
             finished = True
         except ToolError as e:  # the registry turns every failure, bugs too, into one
             answer = error_result(str(e))
             finished = True
         finally:
+            if key is not None:
+                self._calls.pop(key, None)
             progress_reporter.reset(reporter_token)
             _call_log_sink.reset(sink_token)
             for relay in (progress, logs):
