@@ -10,7 +10,7 @@ by another's. Target: every first call ≤ 300 ms.
 The figures are wall-clock on whatever machine runs this (a shared, busy machine makes them
 noisy; compare the columns of one run).
 
-    .venv/bin/python benchmarks/bench_first_call.py [--files 10] [--rounds 1]
+    .venv/bin/python benchmarks/bench_first_call.py [--files 10] [--rounds 1] [--no-cold]
 """
 
 from __future__ import annotations
@@ -98,6 +98,12 @@ def main() -> None:
     parser.add_argument("--files", type=int, default=10, help="Python modules in the project")
     parser.add_argument("--rounds", type=int, default=1, help="fresh servers per group")
     parser.add_argument("--only", default="", help="comma-separated group names to run")
+    parser.add_argument(
+        "--no-cold", action="store_true", help="skip the servers started without warm start"
+    )
+    parser.add_argument(
+        "--later", type=float, default=2.0, help="seconds after start of the 'later' first call"
+    )
     args = parser.parse_args()
     wanted = {g.strip() for g in args.only.split(",") if g.strip()}
 
@@ -110,29 +116,52 @@ def main() -> None:
                 continue
             firsts: list[float] = []
             seconds: list[float] = []
-            for _ in range(args.rounds):
-                # Fresh caches per server: "first" means nothing of a previous round is reused.
-                cache = Path(tmp) / f"cache-{len(rows)}-{len(firsts)}"
-                os.environ["XDG_CACHE_HOME"] = str(cache)
-                with jupyter_server(root) as server:
-                    conn = server.connection()
-                    firsts.append(timed_call(server, conn, tool, arguments))
-                    seconds.append(timed_call(server, conn, tool, arguments))
-                    conn.close()
-            rows.append((group, tool, firsts, seconds))
+            laters: list[float] = []
+            colds: list[float] = []
+            for round_ in range(args.rounds):
+                for kind, into in (("now", firsts), ("later", laters), ("cold", colds)):
+                    if kind == "cold" and args.no_cold:
+                        continue
+                    # Fresh caches per server: "first" means nothing of a previous one is reused.
+                    cache = Path(tmp) / f"cache-{group}-{round_}-{kind}"
+                    os.environ["XDG_CACHE_HOME"] = str(cache)
+                    flag = f"--JupyterMCP.warm_start={kind != 'cold'}"
+                    with jupyter_server(root, flag) as server:
+                        conn = server.connection()
+                        if kind == "later":
+                            time.sleep(args.later)
+                        into.append(timed_call(server, conn, tool, arguments))
+                        if kind == "now":
+                            seconds.append(timed_call(server, conn, tool, arguments))
+                        conn.close()
+            rows.append((group, tool, firsts, seconds, laters, colds))
 
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     print(
         f"First call of each tool group on a fresh server ({args.files}-module project, "
         f"{args.rounds} round(s), load average {load:.1f} on {os.cpu_count()} cores)"
     )
-    print(f"{'group':<18} {'tool':<30} {'1st ms':>8} {'2nd ms':>8}  target 1st <= {TARGET_MS:g}")
-    worst = 0.0
-    for group, tool, firsts, seconds in rows:
+    later_label = f"1st +{args.later:g}s"
+    print(
+        f"{'group':<18} {'tool':<30} {'1st ms':>8} {'2nd ms':>8} {later_label:>9} "
+        f"{'1st cold':>9}  target 1st <= {TARGET_MS:g}"
+    )
+    worst = worst_later = 0.0
+    for group, tool, firsts, seconds, laters, colds in rows:
         first, second = statistics.median(firsts), statistics.median(seconds)
-        worst = max(worst, first)
+        later = statistics.median(laters)
+        cold = f"{statistics.median(colds):>9.1f}" if colds else f"{'-':>9}"
+        worst, worst_later = max(worst, first), max(worst_later, later)
         verdict = "ok" if first <= TARGET_MS else "OVER"
-        print(f"{group:<18} {tool:<30} {first:>8.1f} {second:>8.1f}  {verdict}")
+        print(
+            f"{group:<18} {tool:<30} {first:>8.1f} {second:>8.1f} {later:>9.1f} {cold}  {verdict}"
+        )
+    print(
+        f"(1st: the first call the moment the server answers; 2nd: the call after it; "
+        f"1st +{args.later:g}s: the first call {args.later:g} s after the server answers; "
+        "1st cold: the first call on a server started with JupyterMCP.warm_start=False)"
+    )
+    print(f"slowest first call {args.later:g} s after start: {worst_later:.1f} ms")
     print(f"slowest first call: {worst:.1f} ms (target {TARGET_MS:g} ms)")
 
 

@@ -79,22 +79,23 @@ def _warm_notebook_views() -> None:
     notebook_view(nbformat.v4.new_notebook())
 
 
-async def warm_up(services: Services, log: logging.Logger) -> None:
+#: Seconds after start-up before the warm-up begins: the server's own start-up, and requests
+#: that come at once, go first (a call that needs a helper before then starts it itself).
+WARM_DELAY = 0.5
+
+
+async def warm_up(services: Services, log: logging.Logger, *, delay: float = WARM_DELAY) -> None:
     """Start, in the background, what the first tool calls would otherwise wait for.
 
-    The search worker indexes the project, the code worker starts jedi and takes the project's
-    files, jupytext is imported, and the busy-kernel watcher starts. Each blocking step runs in
-    a thread of its own, so neither the event loop nor the server's start-up waits for it; a
-    call arriving meanwhile waits for the step it needs (the services' locks) rather than
-    starting a second worker. A step that fails is logged, and the first call that needs it
-    starts it as it would have without a warm-up.
+    The search worker indexes the project and the code worker starts jedi and takes the
+    project's files (each in a process of its own, side by side), then jupytext is imported;
+    the busy-kernel watcher starts at once. Each blocking step runs in a thread, so neither the
+    event loop nor the server's start-up waits for it; a call arriving meanwhile waits for the
+    step it needs (the services' locks) rather than starting a second worker. A step that fails
+    is logged, and the first call that needs it starts it as it would have without a warm-up.
     """
     services.busy_kernels.ensure_watching()
-    steps: list[tuple[str, Callable[[], object]]] = [
-        ("the search index", services.search.warm),
-        ("code analysis", services.code.warm),
-        ("notebook views", _warm_notebook_views),
-    ]
+    await asyncio.sleep(delay)
 
     async def run(what: str, step: Callable[[], object]) -> None:
         started = time.monotonic()
@@ -105,4 +106,8 @@ async def warm_up(services: Services, log: logging.Logger) -> None:
         else:
             log.debug("jupyter_mcp: %s ready in %.2f s", what, time.monotonic() - started)
 
-    await asyncio.gather(*(run(what, step) for what, step in steps))
+    await asyncio.gather(
+        run("the search index", services.search.warm), run("code analysis", services.code.warm)
+    )
+    # In this process, and holding its interpreter while it imports: after the workers.
+    await run("notebook views", _warm_notebook_views)

@@ -186,6 +186,10 @@ class WorkerProcess:
 def main() -> None:
     """Entry point of the child: ``python -m jupyter_mcp.core.worker MODULE ARG…``."""
     module_name, *args = sys.argv[1:]
+    # jsonschema (under nbformat, which reads notebooks here) imports rfc3987_syntax when it
+    # is installed, and that builds a parser at import: a second of start-up on a busy machine,
+    # for "iri" format checks no worker makes. Without it jsonschema just skips those formats.
+    sys.modules.setdefault("rfc3987_syntax", None)  # type: ignore[arg-type]
     answer_fd = os.dup(1)
     os.dup2(2, 1)  # anything printed by accident goes to stderr, never into the answers
     sys.stdout = sys.stderr
