@@ -18,10 +18,7 @@ def jp_server_config() -> dict[str, Any]:
         "ServerApp": {
             "jpserver_extensions": {"jupyter_mcp": True},
             "allow_unauthenticated_access": False,
-        },
-        # Each test server would otherwise start two worker processes it mostly never uses;
-        # tests/test_warm_start.py covers the warm start.
-        "JupyterMCP": {"warm_start": False},
+        }
     }
 
 
