@@ -222,6 +222,7 @@ class StreamableHTTPHandler(MCPBaseHandler):
             headers.append((b"accept", self.request.headers["Accept"].encode("latin-1")))
         surface = self.surface
         app: ASGIApp = surface.handle
+        owner = session_owner(self)
         session_id = self.request.headers.get("Mcp-Session-Id")
         watch: asyncio.Future[None] | None = None
         if self.request.method == "POST" and session_id is not None:
@@ -234,7 +235,7 @@ class StreamableHTTPHandler(MCPBaseHandler):
             if isinstance(message, dict) and message.get("method") == "tools/call":
                 # The SDK does not stop a legacy call whose client left: this does.
                 watch = asyncio.ensure_future(
-                    _cancel_when(self._disconnected, surface, session_id, message.get("id"))
+                    _cancel_when(self._disconnected, surface, session_id, message.get("id"), owner)
                 )
         try:
             await serve_asgi(
@@ -243,7 +244,7 @@ class StreamableHTTPHandler(MCPBaseHandler):
                 headers=headers,
                 disconnected=self._disconnected,
                 json_only=json_only,
-                user=session_owner(self),
+                user=owner,
             )
         finally:
             if watch is not None:
@@ -273,10 +274,10 @@ class StreamableHTTPHandler(MCPBaseHandler):
 
 
 async def _cancel_when(
-    disconnected: asyncio.Event, surface: MCPSurface, session_id: str, request_id: Any
+    disconnected: asyncio.Event, surface: MCPSurface, session_id: str, request_id: Any, owner: Any
 ) -> None:
     await disconnected.wait()
-    surface.cancel_call(session_id, request_id)
+    surface.cancel_call(session_id, request_id, owner)
 
 
 def _parsed(body: bytes | None) -> Any:

@@ -395,7 +395,7 @@ class MCPSurface:
         self._sessions: OrderedDict[str, Any] = OrderedDict()
         self._visible: tuple[str, ...] = ()
         # The running calls of legacy sessions, by (session id, request id), to cancel.
-        self._calls: dict[tuple[str, str], anyio.CancelScope] = {}
+        self._calls: dict[tuple[str, str], tuple[anyio.CancelScope, Any]] = {}
         # 2026-07-28 clients hear of changes on a ``subscriptions/listen`` stream.
         self._bus = InMemorySubscriptionBus()
         self._listen = ListenHandler(self._bus)
@@ -505,11 +505,15 @@ class MCPSurface:
         finally:
             _json_answer.reset(token)
 
-    def cancel_call(self, session_id: str, request_id: Any) -> None:
-        """Stop the call ``request_id`` of legacy session ``session_id`` (its client left)."""
-        scope = self._calls.get((session_id, str(request_id)))
-        if scope is not None:
-            scope.cancel()
+    def cancel_call(self, session_id: str, request_id: Any, owner: Any = None) -> None:
+        """Stop the call ``request_id`` of legacy session ``session_id`` (its client left).
+
+        ``owner`` is the principal of the request that left (see ``session_owner``): only a
+        call made by the same one is stopped, as the SDK only serves a session to its opener.
+        """
+        found = self._calls.get((session_id, str(request_id)))
+        if found is not None and _principal_id(found[1]) == _principal_id(owner):
+            found[0].cancel()
 
     def answers_as_json(self, message: Any, session_id: str) -> bool:
         """Whether a POST of legacy session ``session_id`` is answered as one JSON body.
@@ -563,7 +567,8 @@ class MCPSurface:
         try:
             with anyio.CancelScope() as scope:
                 if key is not None:
-                    self._calls[key] = scope
+                    request = getattr(rctx, "request", None)
+                    self._calls[key] = (scope, getattr(request, "scope", {}).get("user"))
                 result = await self.registry.call(
                     name, dict(params.arguments or {}), self.ctx, always_window=True
                 )
@@ -689,6 +694,12 @@ def _stop_sse_shutdown_watcher() -> None:
             getattr(getattr(coro, "cr_code", None), "co_filename", "") or ""
         ):
             task.cancel()
+
+
+def _principal_id(user: Any) -> str | None:
+    """The client id of an SDK user (None for no user: a server without auth)."""
+    token = getattr(user, "access_token", None)
+    return getattr(token, "client_id", None)
 
 
 def _session_id(rctx: Any) -> str | None:

@@ -585,3 +585,21 @@ async def test_cancelling_a_background_command_kills_it(connect, jp_root_dir, mo
             await asyncio.sleep(0.05)
 
     assert not alive(pid)
+
+
+async def test_a_leaving_client_stops_only_calls_of_its_own_principal(tmp_path):
+    from jupyter_mcp.core.registry import Registry
+    from jupyter_mcp.surfaces.asgi import _principal
+    from jupyter_mcp.surfaces.mcp import MCPSurface
+
+    surface = MCPSurface(Registry([]), ToolContext(root_dir=tmp_path))
+    mine, theirs = anyio.CancelScope(), anyio.CancelScope()
+    surface._calls[("s1", "7")] = (mine, _principal("user:alice"))
+    surface._calls[("s2", "7")] = (theirs, _principal("user:alice"))
+    # A request of another principal naming alice's session and call stops nothing
+    surface.cancel_call("s2", 7, _principal("user:mallory"))
+    surface.cancel_call("s2", 7, None)
+    assert not theirs.cancel_called
+    # Alice's own request that left stops her call, and only that one
+    surface.cancel_call("s1", 7, _principal("user:alice"))
+    assert mine.cancel_called and not theirs.cancel_called
