@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import atexit
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import fields
 from pathlib import Path
@@ -16,7 +18,7 @@ from .core.version import __version__
 from .lab.editor import EditorBridge
 from .lab.live_notebooks import LiveNotebooks
 from .plugins.host import load_plugins
-from .services import build_services
+from .services import build_services, warm_up
 from .surfaces.mcp import MCPSurface, allowed_hosts
 from .surfaces.routes import default_handlers
 from .surfaces.seed_port import SeedPortListener, parse_port_range
@@ -169,8 +171,19 @@ class JupyterMCP(ExtensionApp):
         ),
     )
 
+    warm_start = Bool(
+        True,
+        config=True,
+        help=(
+            "At start-up, start in the background what the first tool calls need (the search "
+            "worker and its index of the project, the code-analysis worker), so that no first "
+            "call waits for it; False starts each on first use."
+        ),
+    )
+
     registry: Registry
     tool_context: ToolContext
+    _warm_task: asyncio.Task[None] | None = None
 
     def settings_snapshot(self) -> Settings:
         """The current policies as the plain object tools read (one trait per field)."""
@@ -275,6 +288,14 @@ class JupyterMCP(ExtensionApp):
             self.registry, self.tool_context, allowed_hosts=allowed_hosts(self.serverapp)
         )
         services.seed_port = self._start_seed_port()
+        # Jupyter stops its extensions on SIGTERM and on a confirmed Ctrl-C; a SIGINT without a
+        # terminal ends the process without that. Then this ends what runs and commands started.
+        atexit.register(self._kill_leftovers)
+
+    def _kill_leftovers(self) -> None:
+        services = self.tool_context.services
+        services.runs.kill_now()
+        services.background_commands.kill_now()
 
     def _start_seed_port(self) -> SeedPortListener | None:
         """Open the seed port-range listener when ``port_range`` asks for it."""
@@ -294,9 +315,18 @@ class JupyterMCP(ExtensionApp):
         surface = self.tool_context.services.mcp_surface
         assert surface is not None  # made in initialize_settings, which runs first
         await surface.start()
+        if self.warm_start:
+            # Not awaited: the server serves at once, and a call that needs something still
+            # starting waits for that one thing.
+            self._warm_task = asyncio.get_running_loop().create_task(
+                warm_up(self.tool_context.services, self.log)
+            )
 
     async def stop_extension(self) -> None:
         """Stop every service (sessions, runs, commands, worker processes, listeners)."""
+        atexit.unregister(self._kill_leftovers)  # stopped properly: nothing left to kill
+        if self._warm_task is not None:
+            self._warm_task.cancel()
         context = getattr(self, "tool_context", None)
         if context is not None:
             await context.services.aclose(self.log)

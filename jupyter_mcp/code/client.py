@@ -29,7 +29,7 @@ from ..documents.facts import NOTEBOOK_SUFFIX, Stamp, is_notebook, stamp_of_stat
 from ..documents.files import read_notebook_and_view, read_text, transaction
 from ..documents.notebook_view import cell_marker_lines, view_of
 from ..project.walk import iter_project_files
-from .engine import PYTHON_SUFFIXES, Changes, Delta, Source
+from .engine import PYTHON_SUFFIXES, WARM, Changes, Delta, Source
 
 
 def load_source(ctx: ToolContext, path_in_project: str, *, tool: str) -> Source:
@@ -307,6 +307,14 @@ class CodeService:
                     max_file_bytes=self.ctx.settings.max_file_bytes,
                 )
             return self._intel
+
+    def warm(self) -> None:
+        """Start the worker and hand it the project now, so the first code call is quick.
+
+        Blocks (call it off the event loop); a code call arriving meanwhile waits for this one
+        instead of starting a second worker.
+        """
+        self.intel().call(WARM, timeout=timeout(self.ctx), what="Starting code analysis")
 
     def close(self) -> None:
         """Stop the worker process for good."""

@@ -1113,6 +1113,9 @@ def count_edits(old: str, new: str) -> int:
 
 #: Engine methods a request may call.
 REQUESTS = frozenset({"symbols", "references", "rename", "refactor", "problems"})
+#: The request that starts the engine and takes the project's files before any query needs them.
+WARM = "warm"
+_WARM_CODE = "import os\n\n\ndef f(value):\n    return os.path.join(value)\n"
 
 
 class _Handler:
@@ -1134,6 +1137,12 @@ class _Handler:
                 self.start_error = f"jedi could not start ({type(e).__name__}: {e})"
         if self.engine is None:
             raise ToolError(f"Code analysis failed: {self.start_error}")
+        if method == WARM:
+            if delta is not None:
+                self.engine.index.apply(delta)
+            # What every first query pays: parso's grammar and jedi's inference of a module.
+            jedi.Script(_WARM_CODE, project=self.engine.project).get_names(definitions=True)
+            return None
         if method not in REQUESTS:
             raise ToolError(f"Unknown request {method!r}")
         try:

@@ -235,9 +235,9 @@ def test_pictures_go_with_the_value_and_with_the_first_window_only(ctx):
     first = asyncio.run(registry.call("plot", {"resultStart": 0, "resultEnd": 20}, ctx))
     rest = asyncio.run(registry.call("plot", {"resultStart": 20}, ctx))
     assert first.images == [picture] and rest.images == []
-    blocks = call_tool_result(whole, "2025-06-18").content
-    assert [b.type for b in blocks] == ["text", "image"]
-    assert blocks[1].data == "iVBORw0K" and blocks[1].mime_type == "image/png"
+    blocks = call_tool_result(whole, "2025-06-18")["content"]
+    assert [b["type"] for b in blocks] == ["text", "image"]
+    assert blocks[1] == {"type": "image", "data": "iVBORw0K", "mimeType": "image/png"}
 
 
 def test_a_tool_set_name_must_be_known():
