@@ -153,7 +153,7 @@ format: $(STAMPS)/install $(LABEXT_NODE)
 
 # Run every demo notebook against a real server and save its outputs into the notebook.
 demos: $(STAMPS)/install
-	JUPYTER_MCP_SAVE_DEMOS=1 $(BIN)/python -m pytest -q -p no:cacheprovider tests/test_notebooks.py
+	JUPYTER_MCP_SAVE_DEMOS=1 $(BIN)/python -m pytest -q -p no:cacheprovider tests/test_demos.py
 
 wheel: $(STAMPS)/install $(LABEXT_BUILT)
 	$(BIN)/python -m pip wheel --no-deps --no-build-isolation -w dist .

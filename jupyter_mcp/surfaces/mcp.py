@@ -515,8 +515,9 @@ class MCPSurface:
         ``json_answer``: answer with one JSON body, not an event stream (only for a request
         that :func:`needs_stream` says needs none).
         """
-        if not self.running:
-            await self.start()
+        # Always through start(): it waits until the manager runs, so a request that arrives
+        # while another one's start is still under way does not reach a manager not yet running.
+        await self.start()
         token = _json_answer.set(json_answer)
         try:
             await self.manager.handle_request(scope, receive, send)

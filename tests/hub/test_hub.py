@@ -22,7 +22,7 @@ from typing import Any
 
 import httpx2
 import pytest
-from conftest import PASSWORD, Hub, request, wait_for
+from hub_server import PASSWORD, Hub, request, wait_for
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client

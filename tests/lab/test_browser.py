@@ -30,6 +30,7 @@ from typing import Any
 
 import nbformat
 import pytest
+from server_configs import COLLABORATION_EXTENSIONS
 
 pytestmark = pytest.mark.browser
 
@@ -43,8 +44,8 @@ CHROMIUM_ARGS = [
     "--no-first-run",
 ]
 TOKEN = "browser-test-token"
-#: jupyter-collaboration's server and lab extensions, kept off in these tests.
-COLLABORATION_EXTENSIONS = ("jupyter_server_ydoc", "jupyter_collaboration", "jupyter_server_fileid")
+#: jupyter-collaboration's lab extensions, kept off in these tests.
+
 COLLABORATION_LAB_EXTENSIONS = (
     "@jupyter/collaboration-extension",
     "@jupyter/docprovider-extension",

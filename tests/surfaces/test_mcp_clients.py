@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import COLLABORATION_EXTENSIONS
+from server_configs import COLLABORATION_EXTENSIONS
 
 REPO = Path(__file__).resolve().parents[2]
 NPM_TOOLS = REPO / ".cache" / "npm-tools"

@@ -18,9 +18,9 @@ from typing import Any
 import httpx2
 import nbformat
 import pytest
-from conftest import collaboration_installed, server_config
 from mcp import Client, MCPError
 from mcp.client.streamable_http import streamable_http_client
+from server_configs import collaboration_installed, server_config
 
 # A 1x1 PNG.
 PNG = base64.b64encode(
