@@ -34,13 +34,15 @@ LABEXT_NODE := labextension/node_modules/.jupyter-mcp-installed
 LABEXT_SOURCES := $(shell find labextension/src labextension/style -type f 2>/dev/null) \
 	labextension/package.json labextension/tsconfig.json jupyter_mcp/lab/protocol.json
 
-.PHONY: help run test test-deps install labextension chromium npm-tools lint format wheel clean
+.PHONY: help run test test-deps install labextension chromium npm-tools lint format demos wheel \
+	clean
 
 help:
 	@echo "make run     JupyterLab with jupyter-mcp on notebooks/ (prints URL, token, curl line)"
 	@echo "make test    everything the tests need, then the whole test suite"
 	@echo "make lint    ruff check + format --check, mypy; eslint, prettier, stylelint --check"
-	@echo "make wheel   build dist/jupyter_mcp-*.whl (labextension included)"
+	@echo "make demos   run the notebooks/ demos against a server and save their outputs"
+	@echo "make wheel   build dist/jupyter_mcp_ide-*.whl (labextension included)"
 	@echo "make clean   remove the venv, built assets and node_modules"
 
 # --- Python ---------------------------------------------------------------------------------
@@ -56,12 +58,12 @@ $(BIN)/python:
 # labextension is built by its own target below. A reinstall first drops the `develop` link so
 # pip never writes through it into jupyter_mcp/labextension.
 $(STAMPS)/install: pyproject.toml | $(BIN)/python
-	@echo "==> installing jupyter-mcp (editable, with the test extra) into .venv"
+	@echo "==> installing jupyter-mcp-ide (editable, with the test extra) into .venv"
 	@$(QUIET) $(BIN)/python -m pip install -q \
 		"hatchling>=1.18" "hatch-jupyter-builder>=0.9" editables "jupyterlab>=4.6,<5"
 	@if [ -L $(VENV)/share/jupyter/labextensions/jupyter-mcp ]; then \
 		rm $(VENV)/share/jupyter/labextensions/jupyter-mcp; fi
-	@SKIP_JUPYTER_BUILDER=1 $(QUIET) $(BIN)/python -m pip install -q --no-build-isolation -e ".[test]"
+	@SKIP_JUPYTER_BUILDER=1 $(QUIET) $(BIN)/python -m pip install -q --no-build-isolation -e ".[test,collab]"
 	@mkdir -p $(STAMPS) && touch $@
 
 install: $(STAMPS)/install
@@ -116,16 +118,17 @@ chromium:
 # its target and add a line `test-deps: your-target` next to it; do not add a recipe here.
 test-deps: $(STAMPS)/develop chromium
 
-# The external MCP clients the tests drive (MCP Inspector CLI, conformance suite, Node 22), from
-# tests/npm-tools into .cache/npm-tools. Without npm the tests that need them skip.
+# The external programs the tests drive (MCP Inspector CLI, conformance suite, Node 22, and
+# JupyterHub's configurable-http-proxy), from tests/npm-tools into .cache/npm-tools. Without npm
+# the tests that need them skip.
 NPM_TOOLS := $(CURDIR)/.cache/npm-tools
 $(NPM_TOOLS)/.installed: tests/npm-tools/package.json tests/npm-tools/package-lock.json
 	@if command -v npm >/dev/null; then \
-		echo "==> installing the MCP Inspector and conformance suite into .cache/npm-tools"; \
+		echo "==> installing the MCP Inspector, conformance suite and proxy into .cache/npm-tools"; \
 		mkdir -p $(NPM_TOOLS) && cp $^ $(NPM_TOOLS)/ && \
 		cd $(NPM_TOOLS) && $(QUIET) npm install --no-audit --no-fund && touch $@; \
 	else \
-		echo "note: npm not found: the Inspector and conformance tests will be skipped."; \
+		echo "note: npm not found: the Inspector, conformance and JupyterHub tests will be skipped."; \
 	fi
 npm-tools: $(NPM_TOOLS)/.installed
 test-deps: npm-tools
@@ -147,6 +150,10 @@ format: $(STAMPS)/install $(LABEXT_NODE)
 	$(BIN)/ruff check --fix jupyter_mcp tests benchmarks examples
 	$(BIN)/ruff format jupyter_mcp tests benchmarks examples
 	cd labextension && $(BIN)/jlpm lint
+
+# Run every demo notebook against a real server and save its outputs into the notebook.
+demos: $(STAMPS)/install
+	JUPYTER_MCP_SAVE_DEMOS=1 $(BIN)/python -m pytest -q -p no:cacheprovider tests/test_demos.py
 
 wheel: $(STAMPS)/install $(LABEXT_BUILT)
 	$(BIN)/python -m pip wheel --no-deps --no-build-isolation -w dist .

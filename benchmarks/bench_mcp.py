@@ -8,11 +8,16 @@ one run, prints p50/p99 of reading the same file through:
 - seed REST ``POST /mcp/get_file_text_by_path``;
 - the reference, Jupyter's own contents API ``GET /api/contents/<file>``.
 
-Each HTTP client keeps its connection alive. Target: MCP p50 no slower than the contents API.
+Each HTTP client keeps its connection alive. Targets: MCP p50 no slower than the contents API,
+and at most 1.5x seed REST's.
+
+Then, under load, ``--sessions`` clients at once (each its own connection and, on MCP, its own
+session) make ``--load-calls`` calls each: calls per second, p50/p99 and errors per surface.
+Targets: MCP throughput at least 0.7x seed REST's, p99 at most 10x p50, no errors.
 The figures are wall-clock on whatever machine runs this: on a shared, busy machine they are
 noisy, so compare the rows of one run with each other.
 
-    .venv/bin/python benchmarks/bench_mcp.py [--calls 300] [--size 4000]
+    .venv/bin/python benchmarks/bench_mcp.py [--calls 300] [--size 4000] [--sessions 50]
 """
 
 from __future__ import annotations
@@ -31,10 +36,14 @@ import time
 import urllib.request
 from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import Any
 
 import httpx2
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
+
+#: The protocol revision the SDK's legacy mode negotiates (the rows are labelled by it).
+LEGACY = "2025-11-25"
 
 
 def free_port() -> int:
@@ -129,6 +138,8 @@ async def measure(
                     assert not result.is_error, result
 
                 label = f"MCP tools/call ({client.protocol_version})"
+                if mode == "legacy":
+                    assert client.protocol_version == LEGACY, client.protocol_version
                 results[label] = await timed(mcp_call, calls, warmup)
 
     async with httpx2.AsyncClient(headers=headers) as http:
@@ -148,11 +159,126 @@ async def measure(
     return results
 
 
+Loaded = dict[str, tuple[float, list[float], int, float, float]]
+
+
+def cpu_seconds(pid: int) -> float:
+    """User and system CPU time of process ``pid`` so far (Linux /proc), seconds."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return float("nan")
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def under_load(
+    base: str, token: str, name: str, sessions: int, calls: int, pid: int, only: str = ""
+) -> Loaded:
+    """``sessions`` clients at once, ``calls`` each: per surface, calls per second, latencies
+    (ms), errors, and the server's and this client process's CPU milliseconds per call.
+
+    Every client opens its own connection (and, on MCP, its session) first; the clock starts
+    once all are open, so the figures are of tool calls only. Client and server share the
+    machine's cores: the CPU figures tell which of the two bounds the rate.
+    """
+    headers = {"Authorization": f"token {token}"}
+    results: Loaded = {}
+
+    async def run(label: str, make: Callable[[Any], Any]) -> None:
+        if only and only not in label:
+            return
+        samples: list[float] = []
+        errors = 0
+        ready = asyncio.Event()
+        opened = 0
+
+        async def one() -> None:
+            nonlocal errors, opened
+            async with make_client(make) as call:
+                opened += 1
+                if opened == sessions:
+                    ready.set()
+                await ready.wait()
+                for _ in range(calls):
+                    started = time.perf_counter()
+                    try:
+                        await call()
+                    except Exception:
+                        errors += 1
+                    samples.append((time.perf_counter() - started) * 1000)
+
+        tasks = [asyncio.create_task(one()) for _ in range(sessions)]
+        await ready.wait()
+        started = time.perf_counter()
+        server_cpu, client_cpu = cpu_seconds(pid), time.process_time()
+        await asyncio.gather(*tasks)
+        elapsed = time.perf_counter() - started
+        server_cpu = (cpu_seconds(pid) - server_cpu) * 1000 / len(samples)
+        client_cpu = (time.process_time() - client_cpu) * 1000 / len(samples)
+        results[label] = (len(samples) / elapsed, samples, errors, server_cpu, client_cpu)
+
+    class make_client:  # noqa: N801 - used as a context manager factory
+        def __init__(self, make: Callable[[Any], Any]) -> None:
+            self.make = make
+
+        async def __aenter__(self) -> Callable[[], Awaitable[None]]:
+            self.http = httpx2.AsyncClient(headers=headers, timeout=120)
+            await self.http.__aenter__()
+            self.inner = self.make(self.http)
+            return await self.inner.__aenter__()
+
+        async def __aexit__(self, *exc: Any) -> None:
+            await self.inner.__aexit__(*exc)
+            await self.http.__aexit__(*exc)
+
+    class mcp_session:  # noqa: N801
+        def __init__(self, http: Any, mode: str) -> None:
+            self.client = Client(streamable_http_client(base + "/mcp", http_client=http), mode=mode)
+
+        async def __aenter__(self) -> Callable[[], Awaitable[None]]:
+            client = await self.client.__aenter__()
+
+            async def call() -> None:
+                result = await client.call_tool("get_file_text_by_path", {"pathInProject": name})
+                if result.is_error:
+                    raise RuntimeError(result)
+
+            return call
+
+        async def __aexit__(self, *exc: Any) -> None:
+            await self.client.__aexit__(*exc)
+
+    class rest_client:  # noqa: N801
+        def __init__(self, http: Any) -> None:
+            self.http = http
+
+        async def __aenter__(self) -> Callable[[], Awaitable[None]]:
+            async def call() -> None:
+                response = await self.http.post(
+                    f"{base}/mcp/get_file_text_by_path", json={"pathInProject": name}
+                )
+                if response.status_code != 200 or response.json()["error"] is not None:
+                    raise RuntimeError(response.text)
+
+            return call
+
+        async def __aexit__(self, *exc: Any) -> None:
+            pass
+
+    await run("MCP tools/call, legacy sessions", lambda http: mcp_session(http, "legacy"))
+    await run("MCP tools/call, 2026-07-28", lambda http: mcp_session(http, "auto"))
+    await run("seed REST POST /mcp/get_file_text_by_path", rest_client)
+    return results
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=300, help="timed calls per surface")
     parser.add_argument("--warmup", type=int, default=30, help="untimed calls first")
     parser.add_argument("--size", type=int, default=4000, help="file size in characters")
+    parser.add_argument("--sessions", type=int, default=50, help="concurrent clients under load")
+    parser.add_argument("--load-calls", type=int, default=20, help="calls per client under load")
     args = parser.parse_args()
 
     token = secrets.token_hex(16)
@@ -166,6 +292,9 @@ def main() -> None:
         process, base = start_server(root, home, token)
         try:
             results = asyncio.run(measure(base, token, name, args.calls, args.warmup))
+            loaded = asyncio.run(
+                under_load(base, token, name, args.sessions, args.load_calls, process.pid)
+            )
         finally:
             process.terminate()
             process.wait(timeout=30)
@@ -180,6 +309,26 @@ def main() -> None:
         print(
             f"{label:<48} {percentile(samples, 0.5):>8.2f} {percentile(samples, 0.99):>8.2f} "
             f"{statistics.fmean(samples):>8.2f}"
+        )
+    mcp_p50 = percentile(results[f"MCP tools/call ({LEGACY})"], 0.5)
+    rest_p50 = percentile(results["seed REST POST /mcp/get_file_text_by_path"], 0.5)
+    print(f"MCP (legacy) p50 / seed REST p50: {mcp_p50 / rest_p50:.2f}x (target <= 1.5x)")
+    print()
+    print(
+        f"Under load: {args.sessions} concurrent clients x {args.load_calls} calls "
+        "(targets: MCP calls/s >= 0.7x REST, p99 <= 10x p50, no errors)"
+    )
+    print(
+        f"{'surface':<42} {'calls/s':>8} {'p50 ms':>7} {'p99 ms':>7} {'errors':>6} "
+        f"{'server CPU':>10} {'client CPU':>10}  (ms per call)"
+    )
+    rest_rate = loaded["seed REST POST /mcp/get_file_text_by_path"][0]
+    for label, (rate, samples, errors, server_cpu, client_cpu) in loaded.items():
+        p50, p99 = percentile(samples, 0.5), percentile(samples, 0.99)
+        print(
+            f"{label:<42} {rate:>8.1f} {p50:>7.1f} {p99:>7.1f} {errors:>6} "
+            f"{server_cpu:>10.2f} {client_cpu:>10.2f}  "
+            f"{rate / rest_rate:.2f}x REST rate, p99 {p99 / p50:.1f}x p50"
         )
 
 

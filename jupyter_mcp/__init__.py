@@ -1,4 +1,4 @@
-"""jupyter-mcp: a Jupyter server as an IDE that AI agents drive over the Model Context Protocol."""
+"""jupyter-mcp-ide: a Jupyter server as an IDE that AI agents drive over MCP."""
 
 from __future__ import annotations
 
@@ -7,12 +7,13 @@ from typing import Any
 from .core.version import __version__ as __version__
 
 
-def stdio_command(root_dir: Any = None) -> list[str] | None:
-    """The argv of the stdio relay for the running server (see :mod:`jupyter_mcp.cli.launcher`)."""
+def stdio_command(root_dir: Any = None, *, toolsets: str | None = None) -> list[str] | None:
+    """The argv of the stdio relay for the running server, serving only ``toolsets``
+    (``"files,git"``) when given (see :mod:`jupyter_mcp.cli.launcher`)."""
     # Imported on call, so that ``import jupyter_mcp`` stays as cheap as its version.
     from .cli.launcher import stdio_command as _stdio_command
 
-    return _stdio_command(root_dir)
+    return _stdio_command(root_dir, toolsets=toolsets)
 
 
 def _jupyter_server_extension_points() -> list[dict[str, Any]]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import atexit
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import fields
 from pathlib import Path
@@ -11,12 +13,12 @@ from jupyter_server.extension.application import ExtensionApp
 from traitlets import Bool, Float, Int, List, TraitError, Unicode, Union, observe, validate
 
 from .core.context import Settings, ToolContext
-from .core.registry import Registry
+from .core.registry import TOOLSETS, Registry, unknown_toolsets
 from .core.version import __version__
 from .lab.editor import EditorBridge
 from .lab.live_notebooks import LiveNotebooks
 from .plugins.host import load_plugins
-from .services import build_services
+from .services import build_services, warm_up
 from .surfaces.mcp import MCPSurface, allowed_hosts
 from .surfaces.routes import default_handlers
 from .surfaces.seed_port import SeedPortListener, parse_port_range
@@ -38,6 +40,17 @@ class JupyterMCP(ExtensionApp):
         _DEFAULTS.read_only,
         config=True,
         help="Hide and refuse every tool that is not read-only.",
+    )
+    toolsets = List(
+        Unicode(),
+        default_value=list(TOOLSETS),
+        config=True,
+        help=(
+            "Tool sets the server serves (default: all of them): "
+            + ", ".join(TOOLSETS)
+            + ". Tools of the other sets are hidden and refused; a connection can narrow the "
+            "set further with ?toolsets=files,git on its URL."
+        ),
     )
     disabled_tools = List(
         Unicode(),
@@ -158,8 +171,19 @@ class JupyterMCP(ExtensionApp):
         ),
     )
 
+    warm_start = Bool(
+        True,
+        config=True,
+        help=(
+            "At start-up, start in the background what the first tool calls need (the search "
+            "worker and its index of the project, the code-analysis worker), so that no first "
+            "call waits for it; False starts each on first use."
+        ),
+    )
+
     registry: Registry
     tool_context: ToolContext
+    _warm_task: asyncio.Task[None] | None = None
 
     def settings_snapshot(self) -> Settings:
         """The current policies as the plain object tools read (one trait per field)."""
@@ -179,6 +203,18 @@ class JupyterMCP(ExtensionApp):
         if hasattr(self, "tool_context"):
             self.tool_context.settings = self.settings_snapshot()
 
+    @validate("toolsets")
+    def _check_toolsets(self, proposal: dict[str, Any]) -> Any:
+        # "files,git" in one item is the command line's way: --JupyterMCP.toolsets=files,git
+        names = [n for item in proposal["value"] for n in item.replace(",", " ").split()]
+        unknown = unknown_toolsets(names)
+        if unknown:
+            raise TraitError(
+                f"JupyterMCP.toolsets: unknown tool set{'s' if len(unknown) > 1 else ''} "
+                f"{', '.join(map(repr, unknown))}; the tool sets are {', '.join(TOOLSETS)}"
+            )
+        return names
+
     @validate("port_range")
     def _check_port_range(self, proposal: dict[str, Any]) -> Any:
         try:
@@ -193,6 +229,19 @@ class JupyterMCP(ExtensionApp):
         host = self.tool_context.services.plugins if hasattr(self, "tool_context") else None
         if host is not None:
             host.sync(self.registry, self.disabled_plugins)
+
+    def _link_jupyter_server_extension(self, serverapp: Any) -> None:
+        """Take the configuration; an invalid setting stops the server from starting.
+
+        jupyter_server would log the error and load the extension anyway, with every setting
+        of the failed batch back at its default: a misspelt tool set would serve every tool,
+        and undo read_only on the way.
+        """
+        try:
+            super()._link_jupyter_server_extension(serverapp)
+        except TraitError as e:
+            self.log.critical("jupyter_mcp: invalid configuration, not starting: %s", e)
+            raise SystemExit(f"jupyter_mcp: invalid configuration: {e}") from e
 
     def initialize_settings(self) -> None:
         """Build the registry, the context every tool call shares, and its services.
@@ -221,7 +270,7 @@ class JupyterMCP(ExtensionApp):
         )
         # The editor link to the JupyterLab windows: the editor tools' editor, the file tools'
         # write hooks (refuse unsaved files, reload written ones), the approver of calls, and
-        # the activity panel's record of calls.
+        # the activity panel's record of calls (long ones shown while they run).
         editor = EditorBridge(self.tool_context)
         services.editor = editor
         services.before_file_write = editor.before_file_write
@@ -230,6 +279,7 @@ class JupyterMCP(ExtensionApp):
         # Notebooks open in JupyterLab (or shared, with jupyter-collaboration) change live.
         services.notebooks = LiveNotebooks(self.tool_context, editor, services.notebooks)
         self.registry.observers.append(editor.record_call)
+        self.registry.start_observers.append(editor.call_started)
         self.log.info(
             "jupyter_mcp %s: %d tools for %s", __version__, len(self.registry.all()), root_dir
         )
@@ -238,6 +288,14 @@ class JupyterMCP(ExtensionApp):
             self.registry, self.tool_context, allowed_hosts=allowed_hosts(self.serverapp)
         )
         services.seed_port = self._start_seed_port()
+        # Jupyter stops its extensions on SIGTERM and on a confirmed Ctrl-C; a SIGINT without a
+        # terminal ends the process without that. Then this ends what runs and commands started.
+        atexit.register(self._kill_leftovers)
+
+    def _kill_leftovers(self) -> None:
+        services = self.tool_context.services
+        services.runs.kill_now()
+        services.background_commands.kill_now()
 
     def _start_seed_port(self) -> SeedPortListener | None:
         """Open the seed port-range listener when ``port_range`` asks for it."""
@@ -257,9 +315,18 @@ class JupyterMCP(ExtensionApp):
         surface = self.tool_context.services.mcp_surface
         assert surface is not None  # made in initialize_settings, which runs first
         await surface.start()
+        if self.warm_start:
+            # Not awaited: the server serves at once, and a call that needs something still
+            # starting waits for that one thing.
+            self._warm_task = asyncio.get_running_loop().create_task(
+                warm_up(self.tool_context.services, self.log)
+            )
 
     async def stop_extension(self) -> None:
         """Stop every service (sessions, runs, commands, worker processes, listeners)."""
+        atexit.unregister(self._kill_leftovers)  # stopped properly: nothing left to kill
+        if self._warm_task is not None:
+            self._warm_task.cancel()
         context = getattr(self, "tool_context", None)
         if context is not None:
             await context.services.aclose(self.log)

@@ -7,12 +7,17 @@ none that needs a server. The app adds what only a server has (the editor link a
 hooks and approver, plugins, the seed port listener, the MCP surface), in
 ``JupyterMCP.initialize_settings``; :meth:`Services.aclose` stops them all.
 
-Nothing here starts a process or a task: the search and code services start their worker
-processes on first use, the busy-kernel watcher on the first progress call.
+Building starts no process and no task. A server then calls :func:`warm_up` in the
+background, so that the first calls find the worker processes running and the project indexed;
+without it (a bare folder, or ``warm_start`` off) the search and code services start their
+workers on first use and the busy-kernel watcher starts on the first progress call.
 """
 
 from __future__ import annotations
 
+import asyncio
+import logging
+import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -20,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from .code.client import CodeService
 from .core.context import Services, ToolContext
 from .documents.notebook_file import FileNotebooks
+from .documents.notebook_view import notebook_view
 from .execution.breakpoints import BreakpointStore
 from .execution.busy import BusyKernels
 from .execution.processes import BackgroundCommands
@@ -32,7 +38,7 @@ from .search.backend import ProjectSearch
 if TYPE_CHECKING:
     from .core.registry import Tool
 
-__all__ = ["Services", "build_services"]
+__all__ = ["Services", "build_services", "warm_up"]
 
 
 def build_services(
@@ -71,3 +77,44 @@ def build_services(
         # Notebooks in their files; the app puts live documents (windows, collaboration) first.
         notebooks=FileNotebooks(ctx),
     )
+
+
+def _warm_notebook_views() -> None:
+    """Import jupytext and convert one notebook: the first notebook read pays this otherwise."""
+    import nbformat
+
+    notebook_view(nbformat.v4.new_notebook())
+
+
+#: Seconds after start-up before the warm-up begins: the server's own start-up, and requests
+#: that come at once, go first (a call that needs a helper before then starts it itself).
+WARM_DELAY = 0.5
+
+
+async def warm_up(services: Services, log: logging.Logger, *, delay: float = WARM_DELAY) -> None:
+    """Start, in the background, what the first tool calls would otherwise wait for.
+
+    The search worker indexes the project and the code worker starts jedi and takes the
+    project's files (each in a process of its own, side by side), then jupytext is imported;
+    the busy-kernel watcher starts at once. Each blocking step runs in a thread, so neither the
+    event loop nor the server's start-up waits for it; a call arriving meanwhile waits for the
+    step it needs (the services' locks) rather than starting a second worker. A step that fails
+    is logged, and the first call that needs it starts it as it would have without a warm-up.
+    """
+    services.busy_kernels.ensure_watching()
+    await asyncio.sleep(delay)
+
+    async def run(what: str, step: Callable[[], object]) -> None:
+        started = time.monotonic()
+        try:
+            await asyncio.to_thread(step)
+        except Exception as e:  # the first call that needs it tries again, and says why
+            log.warning("jupyter_mcp: warming up %s failed: %s", what, e)
+        else:
+            log.debug("jupyter_mcp: %s ready in %.2f s", what, time.monotonic() - started)
+
+    await asyncio.gather(
+        run("the search index", services.search.warm), run("code analysis", services.code.warm)
+    )
+    # In this process, and holding its interpreter while it imports: after the workers.
+    await run("notebook views", _warm_notebook_views)

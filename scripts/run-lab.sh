@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Start JupyterLab with jupyter-mcp on notebooks/ and print how to reach it (used by `make run`).
+# Start JupyterLab with jupyter-mcp-ide on notebooks/ and print how to reach it (used by `make run`).
 #
 # Environment: JUPYTER_TOKEN (default: a fresh random token), PORT (default: the first free port
 # from 8888), NOTEBOOK_DIR (default: notebooks/). Extra arguments go to `jupyter lab`.
@@ -47,7 +47,7 @@ PYEOF
             cat <<BANNER
 
 ================================================================================
- jupyter-mcp is running on ${ROOT_DIR}/
+ jupyter-mcp-ide is running on ${ROOT_DIR}/
    JupyterLab:  ${BASE}/lab?token=${TOKEN}
    Server URL:  ${BASE}/
    Token:       ${TOKEN}
@@ -61,14 +61,14 @@ PYEOF
 
 BANNER
             echo " Connect MCP clients (standard MCP at ${BASE}/mcp):"
-            .venv/bin/jupyter-mcp config --url "${BASE}/" --token "${TOKEN}" \
+            .venv/bin/jupyter-mcp-ide config --url "${BASE}/" --token "${TOKEN}" \
                 --root "$(cd "$ROOT_DIR" && pwd)" | sed 's/^/   /'
             echo "================================================================================"
             exit 0
         fi
         sleep 0.5
     done
-    echo "jupyter-mcp: the server did not answer on ${BASE} within 120 s" >&2
+    echo "jupyter-mcp-ide: the server did not answer on ${BASE} within 120 s" >&2
 ) &
 
 export JUPYTER_TOKEN="$TOKEN"

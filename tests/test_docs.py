@@ -1,4 +1,4 @@
-"""The README documents what users can configure."""
+"""The README documents what users can configure, and the tool sets."""
 
 from __future__ import annotations
 
@@ -7,6 +7,8 @@ from pathlib import Path
 from jupyter_server.extension.application import ExtensionApp
 
 from jupyter_mcp.app import JupyterMCP
+from jupyter_mcp.core.registry import TOOLSETS
+from jupyter_mcp.tools import builtin_tools
 
 README = Path(__file__).parent.parent / "README.md"
 
@@ -48,6 +50,35 @@ def test_the_readme_table_says_each_settings_default():
         default = trait.default()
         if rows[name] not in _shown(default):
             wrong.append(f"{name}: README says {rows[name]}, the default is {default!r}")
+    assert not wrong, "\n".join(wrong)
+
+
+def _toolset_rows() -> dict[str, tuple[list[str], str]]:
+    """The README's tool set table: set → (tool names, size cell)."""
+    rows: dict[str, tuple[list[str], str]] = {}
+    lines = README.read_text(encoding="utf-8").split("| set | tools | size |", 1)[1].splitlines()
+    for line in lines[2:]:
+        if not line.startswith("|"):
+            break
+        name, tools, size = (c.strip() for c in line.strip().strip("|").split("|"))
+        listed = [t.strip().strip("`") for t in tools.split(",") if t.strip().startswith("`")]
+        rows[name.strip("`")] = (listed, size)
+    return rows
+
+
+def test_the_readme_lists_every_tool_set_with_its_tools_and_size():
+    rows = _toolset_rows()
+    assert list(rows) == list(TOOLSETS)
+    by_set: dict[str, list[str]] = {name: [] for name in TOOLSETS}
+    for tool in builtin_tools():
+        by_set[tool.toolset].append(tool.name)
+    wrong = []
+    for name, (listed, size) in rows.items():
+        if name == "plugins":
+            assert not by_set[name], "a built-in tool is in the plugins set"
+            continue
+        if sorted(listed) != sorted(by_set[name]) or size != str(len(by_set[name])):
+            wrong.append(f"{name}: README lists {listed} ({size}), the registry {by_set[name]}")
     assert not wrong, "\n".join(wrong)
 
 

@@ -1,4 +1,4 @@
-"""``python -m jupyter_mcp.cli``: the ``jupyter-mcp`` command without its console script."""
+"""``python -m jupyter_mcp.cli``: the ``jupyter-mcp-ide`` command without its console script."""
 
 import sys
 

@@ -1,7 +1,7 @@
 """Finding the running Jupyter server that serves a folder, through Jupyter's runtime files.
 
 Each running server writes a ``jpserver-*.json`` runtime file with its URL, token and root; the
-relay and ``jupyter mcp config`` read them (or take ``--url``/``--token``) so that no token has
+relay and ``jupyter mcp-ide config`` read them (or take ``--url``/``--token``) so that no token has
 to be written into a client's configuration.
 """
 
@@ -9,11 +9,15 @@ from __future__ import annotations
 
 import json
 import os
+import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlparse
 
 from ..core.paths import is_inside
+from ..core.registry import TOOLSETS, parse_toolsets
 
 
 class NoServerError(Exception):
@@ -29,12 +33,77 @@ class ServerTarget:
     root_dir: str | None = None
 
 
+@dataclass
+class HubServer:
+    """This process runs inside a JupyterHub single-user server (the hub set its environment).
+
+    ``server_url`` and ``hub_url`` are the public addresses when the hub told them (its
+    ``public_url`` or ``JUPYTERHUB_HOST``), else None: behind a proxy only the user's browser
+    knows them.
+    """
+
+    user: str
+    prefix: str
+    server_url: str | None
+    hub_url: str | None
+
+    @property
+    def scope(self) -> str:
+        """The hub scope an agent's token needs for this user's servers, and nothing more."""
+        return f"access:servers!user={self.user}"
+
+
+def hub_server(env: Mapping[str, str] | None = None) -> HubServer | None:
+    """The JupyterHub server this process runs in, from the variables the hub's spawner sets."""
+    env = os.environ if env is None else env
+    prefix = env.get("JUPYTERHUB_SERVICE_PREFIX", "")
+    if not (env.get("JUPYTERHUB_API_TOKEN") and prefix):
+        return None
+    prefix = prefix if prefix.endswith("/") else prefix + "/"
+    host = env.get("JUPYTERHUB_HOST", "").rstrip("/")
+    base = env.get("JUPYTERHUB_BASE_URL", "/")
+    base = base if base.endswith("/") else base + "/"
+    server_url = env.get("JUPYTERHUB_PUBLIC_URL") or (host + prefix if host else None)
+    hub_url = env.get("JUPYTERHUB_PUBLIC_HUB_URL") or (f"{host}{base}hub/" if host else None)
+    user = env.get("JUPYTERHUB_USER") or prefix.rstrip("/").rsplit("/", 1)[-1]
+    return HubServer(
+        user=user,
+        prefix=prefix,
+        server_url=_with_slash(server_url) if server_url else None,
+        hub_url=_with_slash(hub_url) if hub_url else None,
+    )
+
+
+def _with_slash(url: str) -> str:
+    return url if url.endswith("/") else url + "/"
+
+
+_LOOPBACK = {"localhost", "127.0.0.1", "::1"}
+_HUB_USER_PATH = re.compile(r"/user/[^/]+/?(mcp/?)?$")
+
+
+def relay_needs_url(server_url: str) -> bool:
+    """Whether a relay must be told ``server_url``: it cannot find that server in this
+    machine's runtime files (another host, or a JupyterHub user's server, whose runtime files
+    live in that user's home)."""
+    parsed = urlparse(server_url)
+    return (parsed.hostname or "") not in _LOOPBACK or bool(_HUB_USER_PATH.search(parsed.path))
+
+
 def mcp_url_of(server_url: str) -> str:
     """The Streamable HTTP endpoint of a server whose base URL is ``server_url``."""
     base = server_url.split("?", 1)[0]
     if base.rstrip("/").endswith("/mcp"):
         return base.rstrip("/")
     return base.rstrip("/") + "/mcp"
+
+
+def with_toolsets(mcp_url: str, toolsets: str | None) -> str:
+    """``mcp_url`` choosing the tool sets ``toolsets`` (``"files,git"``; None: all of them)."""
+    if not toolsets:
+        return mcp_url
+    names = ",".join(sorted(parse_toolsets(toolsets), key=TOOLSETS.index))
+    return f"{mcp_url}{'&' if '?' in mcp_url else '?'}toolsets={names}"
 
 
 def find_server(folder: Path, servers: list[dict[str, Any]]) -> dict[str, Any] | None:

@@ -1,4 +1,4 @@
-"""``jupyter-mcp`` (also ``jupyter mcp``): connect MCP clients to a running Jupyter server.
+"""``jupyter-mcp-ide`` (``jupyter mcp-ide``): connect MCP clients to a running Jupyter server.
 
 - ``stdio`` relays MCP between stdin/stdout and the server that serves the current folder
   (:mod:`jupyter_mcp.cli.relay`), found through Jupyter's runtime files
@@ -18,8 +18,18 @@ import os
 import sys
 from pathlib import Path
 
-from .clients import client_snippets
-from .discovery import NoServerError, resolve_target
+from ..core.errors import ToolError
+from ..core.registry import TOOLSETS
+from . import PROGRAM
+from .clients import TOKEN_PLACEHOLDER, client_snippets, hub_token_help
+from .discovery import (
+    NoServerError,
+    hub_server,
+    mcp_url_of,
+    relay_needs_url,
+    resolve_target,
+    with_toolsets,
+)
 from .launcher import stdio_command
 from .relay import relay_stdio
 
@@ -29,11 +39,14 @@ log = logging.getLogger("jupyter_mcp.cli")
 def _add_server_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--url",
-        help="The Jupyter server's URL (e.g. http://localhost:8888/); default: the running "
-        "server that serves --root.",
+        help="The Jupyter server's URL (e.g. http://localhost:8888/, or "
+        "https://HUB/user/NAME/ for a JupyterHub server); default: the running server that "
+        "serves --root.",
     )
     parser.add_argument(
-        "--token", help="The server's token; default: from its runtime file, or $JUPYTER_TOKEN."
+        "--token",
+        help="The server's token (for JupyterHub: a token from the hub's Token page); "
+        "default: from its runtime file, or $JUPYTER_TOKEN.",
     )
     parser.add_argument(
         "--root",
@@ -41,10 +54,21 @@ def _add_server_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _add_toolsets_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--toolsets",
+        metavar="SETS",
+        help="Serve only these tool sets, comma-separated (default: all the server serves): "
+        + ", ".join(TOOLSETS)
+        + ".",
+    )
+
+
 def run_stdio(args: argparse.Namespace) -> int:
     """``stdio``: relay MCP between stdin/stdout and the running server."""
     target = resolve_target(args.url, args.token, args.root)
-    log.info("jupyter-mcp: relaying stdio to %s", target.mcp_url)
+    target.mcp_url = with_toolsets(target.mcp_url, args.toolsets)
+    log.info("%s: relaying stdio to %s", PROGRAM, target.mcp_url)
     try:
         asyncio.run(relay_stdio(target))
     except KeyboardInterrupt:
@@ -53,20 +77,52 @@ def run_stdio(args: argparse.Namespace) -> int:
 
 
 def print_config(args: argparse.Namespace) -> int:
-    """``config``: print the lines that add the server to MCP clients."""
+    """``config``: print the lines that add the server to MCP clients.
+
+    Inside a JupyterHub single-user server the lines are for an agent elsewhere: the server's
+    public URL and a personal token of the user's (without ``--token``, how to get one from the
+    hub, and a placeholder: the server's own token never leaves it).
+    """
+    hub = hub_server()
+    if hub is not None:
+        server_url = (args.url or hub.server_url or f"<your hub>{hub.prefix}").split("?", 1)[0]
+        if not args.token:
+            print(hub_token_help(hub))
+            print()
+        elif server_url.startswith("<your hub>"):
+            print("Replace <your hub> below with the address you open JupyterHub at.\n")
+        # The bridge runs where the agent does, not here: named by its program, not a path.
+        lines = client_snippets(
+            mcp_url_of(server_url),
+            args.token or TOKEN_PLACEHOLDER,
+            server_url=server_url,
+            launcher=[PROGRAM],
+            toolsets=args.toolsets,
+        )
+        print(lines)
+        return 0
     target = resolve_target(args.url, args.token, args.root)
     root = target.root_dir or args.root or os.getcwd()
-    print(client_snippets(target.mcp_url, target.token, root_dir=root))
+    remote = args.url.split("?", 1)[0] if args.url and relay_needs_url(args.url) else None
+    print(
+        client_snippets(
+            target.mcp_url,
+            target.token,
+            root_dir=root,
+            server_url=remote,
+            toolsets=args.toolsets,
+        )
+    )
     return 0
 
 
 def print_stdio_command(args: argparse.Namespace) -> int:
     """``stdio-command``: print the relay's argv as a JSON array (exit 1 without a server)."""
     root = args.root or os.getcwd()
-    argv = stdio_command(root)
+    argv = stdio_command(root, toolsets=args.toolsets)
     if argv is None:
         print(
-            f"jupyter-mcp: no running Jupyter server serves {Path(root).resolve()}",
+            f"{PROGRAM}: no running Jupyter server serves {Path(root).resolve()}",
             file=sys.stderr,
         )
         return 1
@@ -77,8 +133,8 @@ def print_stdio_command(args: argparse.Namespace) -> int:
 def build_parser() -> argparse.ArgumentParser:
     """The command line: one subcommand per job."""
     parser = argparse.ArgumentParser(
-        prog="jupyter-mcp",
-        description="Connect MCP clients to a running Jupyter server (jupyter-mcp extension).",
+        prog=PROGRAM,
+        description="Connect MCP clients to a running Jupyter server (the jupyter_mcp extension).",
     )
     parser.add_argument("-v", "--verbose", action="store_true", help="Log more (to stderr).")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -87,12 +143,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="Relay MCP over stdin/stdout to the running server that serves this folder.",
     )
     _add_server_arguments(stdio)
+    _add_toolsets_argument(stdio)
     stdio.set_defaults(handler=run_stdio)
     config = commands.add_parser(
         "config",
         help="Print how to add the server to Claude Code, Claude Desktop and Cursor.",
     )
     _add_server_arguments(config)
+    _add_toolsets_argument(config)
     config.set_defaults(handler=print_config)
     stdio_command_parser = commands.add_parser(
         "stdio-command",
@@ -102,12 +160,13 @@ def build_parser() -> argparse.ArgumentParser:
     stdio_command_parser.add_argument(
         "--root", help="The folder whose server to use (default: the current folder)."
     )
+    _add_toolsets_argument(stdio_command_parser)
     stdio_command_parser.set_defaults(handler=print_stdio_command)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of the ``jupyter-mcp`` console script."""
+    """Entry point of the console script (:data:`~jupyter_mcp.cli.PROGRAM`)."""
     parser = build_parser()
     args = parser.parse_args(argv)
     logging.basicConfig(
@@ -122,8 +181,11 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(handler(args) or 0)
     except NoServerError as e:
-        print(f"jupyter-mcp: {e}", file=sys.stderr)
+        print(f"{PROGRAM}: {e}", file=sys.stderr)
         return 1
+    except ToolError as e:  # a bad --toolsets
+        print(f"{PROGRAM}: {e}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

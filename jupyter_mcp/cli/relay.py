@@ -1,11 +1,17 @@
 """The stdio relay: MCP between a client's stdin/stdout and a running server's ``/mcp``.
 
-``jupyter mcp stdio`` lets clients that only spawn processes (Claude Desktop, any stdio MCP
+``jupyter mcp-ide stdio`` lets clients that only spawn processes (Claude Desktop, any stdio MCP
 client) talk to a running Jupyter server (found by :mod:`jupyter_mcp.cli.discovery`). The relay
 is transparent: each JSON-RPC line from stdin is POSTed with the headers its protocol era needs
 (session id and version for the legacy handshake era; ``MCP-Protocol-Version``, ``Mcp-Method``
 and ``Mcp-Name`` from the message itself for 2026-07-28), and every message the server answers
 with, as JSON or as an SSE stream, goes to stdout as one line. Logs go to stderr only.
+
+A server that restarts (a JupyterHub respawn, ``jupyter lab`` started again) forgets the
+legacy sessions it had; it answers 404 to their id. The client on stdin cannot see that, so
+the relay opens a new session with the client's own ``initialize`` and sends the request
+again: the client keeps working without a restart of its own (state kept per session on the
+server, such as the log level, starts afresh).
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from . import PROGRAM
 from .discovery import ServerTarget
 
 log = logging.getLogger("jupyter_mcp.cli.relay")
@@ -78,6 +85,10 @@ class Relay:
         self._in_flight: dict[Any, tuple[asyncio.Task[None], bool]] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         self._listener: asyncio.Task[None] | None = None
+        # The client's initialize request: what opens a new session when the server lost ours.
+        self._initialize: dict[str, Any] | None = None
+        self._reopen_lock = asyncio.Lock()
+        self._reopened = 0
 
     def emit(self, message: Any) -> None:
         """Write one message to stdout as a single line."""
@@ -139,6 +150,7 @@ class Relay:
             self._in_flight[request_id] = (task, modern)
             task.add_done_callback(functools.partial(self._settled, request_id))
         if message.get("method") == "initialize":
+            self._initialize = message
             # Later messages need the session id that this answer brings.
             await asyncio.shield(task)
 
@@ -149,14 +161,27 @@ class Relay:
         request_id = message.get("id") if "method" in message else None
         body = json.dumps(message).encode("utf-8")
         try:
-            async with self.http.stream(
-                "POST", self.target.mcp_url, content=body, headers=self._headers(message)
-            ) as response:
-                await self._read_response(message, request_id, response)
+            for attempt in range(2):
+                headers = self._headers(message)
+                async with self.http.stream(
+                    "POST", self.target.mcp_url, content=body, headers=headers
+                ) as response:
+                    stale = headers.get("Mcp-Session-Id")
+                    if (
+                        attempt == 0
+                        and stale is not None
+                        and response.status_code == 404
+                        and message.get("method") != "initialize"
+                    ):
+                        await response.aread()
+                        if await self._reopen(stale):
+                            continue  # the same message again, in the new session
+                    await self._read_response(message, request_id, response)
+                return
         except asyncio.CancelledError:
             raise
         except Exception as e:
-            log.warning("jupyter-mcp: request to %s failed: %s", self.target.mcp_url, e)
+            log.warning("%s: request to %s failed: %s", PROGRAM, self.target.mcp_url, e)
             if request_id is not None:
                 self.emit(_error(request_id, -32603, f"Jupyter server unreachable: {e}"))
 
@@ -202,7 +227,7 @@ class Relay:
         try:
             answer = json.loads(payload)
         except ValueError:
-            log.warning("jupyter-mcp: dropped a malformed event from the server")
+            log.warning("%s: dropped a malformed event from the server", PROGRAM)
             return
         if isinstance(answer, dict):
             self._note(answer, message)
@@ -227,6 +252,10 @@ class Relay:
                 async with self.http.stream(
                     "GET", self.target.mcp_url, headers=headers
                 ) as response:
+                    if response.status_code == 404 and await self._reopen(
+                        headers["Mcp-Session-Id"]
+                    ):
+                        continue  # the server restarted: listen on the new session
                     if response.status_code in (404, 405, 406):
                         return  # no stream offered, or the session is gone
                     if response.status_code >= 400:
@@ -240,9 +269,66 @@ class Relay:
             except asyncio.CancelledError:
                 raise
             except Exception as e:
-                log.info("jupyter-mcp: notification stream interrupted (%s); reconnecting", e)
+                log.info("%s: notification stream interrupted (%s); reconnecting", PROGRAM, e)
             await asyncio.sleep(delay)
             delay = min(delay * 2, 30.0)
+
+    async def _reopen(self, stale: str) -> bool:
+        """Open a new legacy session after the server answered 404 to ``stale``.
+
+        Replays the client's ``initialize`` (under an id of the relay's, its answer is not
+        forwarded: the client had it already) and ``notifications/initialized``. Requests that
+        fail at the same time wait for one reopening. False when there is nothing to replay or
+        the server refuses it; the caller then passes the 404 on.
+        """
+        async with self._reopen_lock:
+            if self.session_id != stale:
+                return self.session_id is not None  # another request reopened it meanwhile
+            if self._initialize is None:
+                return False
+            self._reopened += 1
+            log.info("jupyter-mcp: the server lost session %s; opening a new one", stale)
+            self.session_id = None
+            initialize = {**self._initialize, "id": f"jupyter-mcp-reopen-{self._reopened}"}
+            accept = {
+                "Content-Type": "application/json",
+                "Accept": "application/json, text/event-stream",
+            }
+            try:
+                response = await self.http.post(
+                    self.target.mcp_url, content=json.dumps(initialize).encode(), headers=accept
+                )
+                session = response.headers.get("mcp-session-id")
+                answers, _ = sse_messages(response.text + "\n\n")
+                if not response.headers.get("content-type", "").startswith("text/event-stream"):
+                    answers = [response.text]
+                result = next(
+                    (
+                        answer["result"]
+                        for answer in map(json.loads, answers)
+                        if isinstance(answer, dict) and isinstance(answer.get("result"), dict)
+                    ),
+                    None,
+                )
+                if response.status_code != 200 or not session or result is None:
+                    log.warning("jupyter-mcp: the server refused a new session: %s", response)
+                    return False
+                self.session_id = session
+                version = result.get("protocolVersion")
+                if isinstance(version, str):
+                    self.protocol_version = version
+                initialized = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+                await self.http.post(
+                    self.target.mcp_url,
+                    content=json.dumps(initialized).encode(),
+                    headers=self._headers(initialized),
+                )
+            except Exception as e:  # unreachable, or an answer that is not JSON-RPC
+                log.warning("jupyter-mcp: opening a new session failed: %s", e)
+                return False
+            if self._listener is not None and self._listener.done():
+                self._listener = asyncio.get_running_loop().create_task(self._listen())
+            return True
 
     async def close(self) -> None:
         """Wait for answers still coming, end the session, close the connection."""
@@ -265,7 +351,7 @@ class Relay:
                     },
                 )
             except Exception as e:
-                log.debug("jupyter-mcp: ending the session failed: %s", e)
+                log.debug("%s: ending the session failed: %s", PROGRAM, e)
         await self.http.aclose()
 
 

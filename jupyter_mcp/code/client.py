@@ -23,12 +23,13 @@ from typing import Any
 
 from ..core.context import Settings, ToolContext
 from ..core.errors import ToolError
+from ..core.paths import is_inside
 from ..core.worker import WorkerFailed, WorkerProcess, WorkerTimeout
 from ..documents.facts import NOTEBOOK_SUFFIX, Stamp, is_notebook, stamp_of_stat
 from ..documents.files import read_notebook_and_view, read_text, transaction
-from ..documents.notebook_view import view_of
+from ..documents.notebook_view import cell_marker_lines, view_of
 from ..project.walk import iter_project_files
-from .engine import PYTHON_SUFFIXES, Changes, Delta, Source
+from .engine import PYTHON_SUFFIXES, WARM, Changes, Delta, Source
 
 
 def load_source(ctx: ToolContext, path_in_project: str, *, tool: str) -> Source:
@@ -49,6 +50,39 @@ def load_source(ctx: ToolContext, path_in_project: str, *, tool: str) -> Source:
             f"{shown} is not one"
         )
     return Source.of(path, shown, read_text(ctx, path, path_in_project), notebook=False)
+
+
+def problem_input(
+    ctx: ToolContext, path_in_project: str
+) -> tuple[Source, list[dict[str, Any]] | None, list[int] | None]:
+    """What the worker checks for a file's problems: its source, and for a notebook its cells
+    (id, type, source, execution count) and the view lines of their markers."""
+    source = load_source(ctx, path_in_project, tool="get_file_problems")
+    if not source.notebook:
+        return source, None, None
+    nb, view = read_notebook_and_view(ctx, source.path, path_in_project)
+    cells = [
+        {
+            "id": cell.get("id"),
+            "cell_type": cell.cell_type,
+            "source": cell.source,
+            "execution_count": cell.get("execution_count"),
+        }
+        for cell in nb.cells
+    ]
+    return source, cells, cell_marker_lines(nb, view)
+
+
+def python_files_under(ctx: ToolContext, folder: Path) -> list[Path]:
+    """The Python files and notebooks of the project below ``folder``, sorted by path."""
+    found = set()
+    for walked, _st, link in iter_project_files(
+        folder, (*PYTHON_SUFFIXES, NOTEBOOK_SUFFIX), skip_tool_dirs=True
+    ):
+        path = Path(os.path.realpath(walked)) if link else walked
+        if is_inside(ctx.root_dir, path):
+            found.add(path)
+    return sorted(found)
 
 
 class ProjectFiles:
@@ -273,6 +307,14 @@ class CodeService:
                     max_file_bytes=self.ctx.settings.max_file_bytes,
                 )
             return self._intel
+
+    def warm(self) -> None:
+        """Start the worker and hand it the project now, so the first code call is quick.
+
+        Blocks (call it off the event loop); a code call arriving meanwhile waits for this one
+        instead of starting a second worker.
+        """
+        self.intel().call(WARM, timeout=timeout(self.ctx), what="Starting code analysis")
 
     def close(self) -> None:
         """Stop the worker process for good."""

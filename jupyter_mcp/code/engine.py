@@ -4,17 +4,21 @@ This is the analysis side. It runs in a separate worker process (see :func:`work
 :mod:`jupyter_mcp.code.client`), so jedi's CPU time and garbage collection never stall the Jupyter
 server, and a call over its time limit can be stopped for real.
 
-An :class:`Engine` holds a ``jedi.Project`` rooted at the project root, a mirror of the
+An :class:`Engine` holds a ``jedi.Project`` rooted at the project root (its ``sys.path``
+starting with the project's import roots, :mod:`jupyter_mcp.code.roots`), a mirror of the
 server's project index (which files mention which identifiers; the server sends what changed
 with every request) and a cache of recent reference answers. Notebooks take part through their
 percent-format text view, the same text ``get_file_text_by_path`` shows, so a position in a
 notebook is a line of that view. Jedi sees a notebook under a made-up ``.py`` path next to it
 (``analysis.ipynb.py``), with IPython syntax that jupytext left uncommented turned into comments
-without moving any other character. Nothing here writes files.
+without moving any other character. A rename is completed, or refused, by the check of
+:mod:`jupyter_mcp.code.guard`; a file's problems come from :mod:`jupyter_mcp.code.problems`.
+Nothing here writes files.
 """
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import difflib
 import gc
@@ -33,6 +37,7 @@ from jedi.api.exceptions import RefactoringError
 from jedi.file_io import KnownContentFileIO
 from jedi.inference import references as jedi_references
 from jedi.inference.imports import load_module_from_path
+from jedi.inference.sys_path import transform_path_to_dotted
 from parso.python.tree import Name as TreeName
 from parso.tree import search_ancestor
 
@@ -40,6 +45,9 @@ from ..core.errors import ToolError
 from ..core.paths import is_inside, relative_path
 from ..documents.facts import NOTEBOOK_SUFFIX, is_notebook
 from ..documents.notebook_view import is_magic_line
+from .guard import Resolver, Use, carriers, scan_file, uses
+from .problems import notebook_problems, python_problems
+from .roots import config_files, import_roots
 
 PYTHON_SUFFIXES = (".py", ".pyi")
 #: Where a notebook's text view lives for jedi: next to the notebook, under a ``.py`` name.
@@ -182,6 +190,10 @@ class Index:
             self._names[path] = frozenset(_IDENTIFIER.findall(source.code))
         self.generation += 1
 
+    def knows(self, path: Path) -> bool:
+        """True when ``path`` is an indexed file."""
+        return path in self._names
+
     def mentioning(self, name: str) -> list[Path]:
         """Files (Python and notebooks) whose text contains the identifier ``name``."""
         return sorted(p for p, names in self._names.items() if name in names)
@@ -224,6 +236,9 @@ class Engine:
 
     def __init__(self, root: Path, *, environment_path: str | None = None) -> None:
         self.root = root
+        self._environment_path = environment_path
+        self._config_stamps = _stamps(config_files(root))
+        self.roots = import_roots(root)
         self.project = self._project(environment_path)
         self.index = Index(on_python_changed=self._keep_parse_fresh)
         self._references_cache: dict[tuple[Path, int, int], tuple[int, str, list[Reference]]] = {}
@@ -232,22 +247,54 @@ class Engine:
     def _project(self, environment_path: str | None) -> jedi.Project:
         """The project with the kernel's interpreter, or this one when that cannot be used."""
         if environment_path is not None:
-            project = jedi.Project(
-                self.root,
-                environment_path=environment_path,
-                added_sys_path=[str(self.root)],
-                smart_sys_path=True,
-            )
             try:
-                project.get_environment()._get_subprocess()  # start it now to know it works
-                return project
+                return self._project_with(environment_path)
             except Exception as e:
                 print(
                     f"jupyter_mcp: analysing with {sys.executable} instead of the kernel's "
                     f"{environment_path} ({type(e).__name__}: {e})",
                     file=sys.stderr,
                 )
-        return jedi.Project(self.root, added_sys_path=[str(self.root)], smart_sys_path=True)
+        return self._project_with(None)
+
+    def _project_with(self, environment_path: str | None) -> jedi.Project:
+        """A project whose ``sys.path`` starts with the project's import roots.
+
+        jedi would put the folders of a ``src/`` layout after site-packages (as parents of the
+        file being analysed), so a copy of the package installed there answered the project's
+        own imports: a use in ``exceptions.py`` of ``from .utils import f`` then led to the
+        installed ``utils.f`` and was no reference of the project's ``f``.
+        """
+        probe = jedi.Project(self.root, environment_path=environment_path)
+        environment = probe.get_environment()
+        if environment_path is not None:
+            environment._get_subprocess()  # start it now to know it works
+        roots = [str(p) for p in self.roots]
+        base = [p for p in environment.get_sys_path() if p and p not in roots]
+        project = jedi.Project(
+            self.root,
+            environment_path=environment_path,
+            sys_path=[*roots, *base],
+            smart_sys_path=True,
+        )
+        project._environment = environment  # one interpreter process, not two
+        return project
+
+    def refresh_roots(self, *, rescan: bool = False) -> None:
+        """Read the import roots again when a project file that declares them changed.
+
+        The known project files are looked at on every request (a few ``stat`` calls); the
+        tree is searched for new ones only with ``rescan`` (new files appeared).
+        """
+        stamps = _stamps(config_files(self.root) if rescan else list(self._config_stamps))
+        if stamps == self._config_stamps:
+            return
+        self._config_stamps = stamps
+        roots = import_roots(self.root)
+        if roots != self.roots:
+            self.roots = roots
+            self.project = self._project(self._environment_path)
+            self._references_cache.clear()
 
     def script(self, source: Source) -> jedi.Script:
         """A jedi Script over ``source`` in the shared project."""
@@ -269,6 +316,7 @@ class Engine:
             inference_state: Any, module_contexts: Any, name: str, limit_reduction: int = 1
         ) -> Iterator[Any]:
             except_ = set(own)
+            sys_path = inference_state.get_sys_path(add_parent_paths=False)
             for module_context in module_contexts:
                 if module_context.is_compiled():
                     continue
@@ -294,7 +342,15 @@ class Engine:
                     except OSError:
                         continue
                     file_io = KnownContentFileIO(path, raw.decode("utf-8", errors="replace"))
-                    module = load_module_from_path(inference_state, file_io)
+                    # The name jedi gives the file being analysed (the import roots first): a
+                    # module reached here and by an import is then one module, not two.
+                    names, is_package = transform_path_to_dotted(sys_path, path)
+                    if names is None:
+                        module = load_module_from_path(inference_state, file_io)
+                    else:
+                        module = load_module_from_path(
+                            inference_state, file_io, import_names=names, is_package=is_package
+                        )
                 if not module.is_compiled():
                     yield module.as_context()
 
@@ -422,6 +478,19 @@ class Engine:
             for name in script.get_names(all_scopes=False, definitions=True, references=False)
         ]
 
+    # -- problems ----------------------------------------------------------------------------
+
+    def problems(
+        self, files: list[tuple[Source, list[dict[str, Any]] | None, list[int] | None]]
+    ) -> list[list[dict[str, Any]]]:
+        """The problems of each file (see :mod:`jupyter_mcp.code.problems`)."""
+        return [
+            python_problems(source.text, source.shown)
+            if cells is None
+            else notebook_problems(cells, markers, source.shown)
+            for source, cells, markers in files
+        ]
+
     # -- refactorings ------------------------------------------------------------------------
 
     def rename(
@@ -468,6 +537,8 @@ class Engine:
                 f"{old_name} is a module; renaming it would rename the file "
                 f"{self._shown(modules[0].path)}, which refactor_code_at_location does not do"
             )
+        if not file_only:
+            refs.extend(self._missed_importers(script, source, line, character, old_name, refs))
         _check_conflicts(refs, new_name, self._shown)
         by_file: dict[Path, list[Reference]] = {}
         for ref in refs:
@@ -487,7 +558,98 @@ class Engine:
                     )
                 lines[ref.line] = text_line[: ref.character] + new_name + text_line[end:]
             changes[path] = (src.shown, src.text, "\n".join(lines))
+        _check_syntax(changes)
         return changes, len(refs), self._magic_mentions(source, old_name)
+
+    def _missed_importers(
+        self,
+        script: jedi.Script,
+        source: Source,
+        line: int,
+        character: int,
+        name: str,
+        found: list[Reference],
+    ) -> list[Reference]:
+        """The places that import or use a module-level ``name`` from its module (or a module
+        re-exporting it) which jedi's references left out; refuse when one cannot be told."""
+        use_list, unclear = self._importer_uses(script, source, line, character, name, found)
+        if unclear:
+            raise ToolError(
+                f"Cannot rename {name} safely: these imports of {name} could not be resolved, "
+                "so renaming could leave them broken; nothing was changed: "
+                + "; ".join(f"{self._shown(path)} {what}" for path, what in unclear)
+            )
+        return [
+            Reference(u.path, u.line, u.character, name, is_definition=False, tree_name=u.tree_name)
+            for u in use_list
+        ]
+
+    def _importer_uses(
+        self,
+        script: jedi.Script,
+        source: Source,
+        line: int,
+        character: int,
+        name: str,
+        found: list[Reference],
+    ) -> tuple[list[Use], list[tuple[Path, str]]]:
+        """What :mod:`jupyter_mcp.code.guard` finds beyond ``found`` (with unclear imports)."""
+        definitions: set[tuple[Path, int, int]] = set()
+        for d in script.goto(line + 1, character, follow_imports=True):
+            where = self._real_path(d.module_path)
+            if where is None or d.line is None or not _module_level(d):
+                continue  # only a module-level name is imported by other modules
+            definitions.add((where, d.line - 1, d.column))
+        if not definitions:
+            return [], []
+        defining = {path for path, _, _ in definitions}
+        sources: dict[Path, Source] = {}
+        for path in sorted({*self.index.mentioning(name), *defining, source.path}):
+            if not is_inside(self.root, path):
+                continue
+            try:
+                sources[path] = source if path == source.path else self._read(path)
+            except ToolError:
+                continue  # unreadable: no part of the project's code
+        resolver = Resolver([*self.roots, self.root])
+        scans = {
+            path: scan_file(path, src.code, name, resolver, self._tree(src))
+            for path, src in sources.items()
+        }
+        scripts: dict[Path, jedi.Script] = {source.path: script}
+
+        def agrees(path: Path, leaf: Any, anchors: set[tuple[int, int]]) -> bool:
+            if path not in scripts:
+                scripts[path] = self.script(sources[path])
+            for d in scripts[path].goto(*leaf.start_pos):
+                if d.line is not None and (d.line - 1, d.column) in anchors:
+                    if self._real_path(d.module_path) == path:
+                        return True  # bound by an import of the name from its module
+            for d in scripts[path].goto(*leaf.start_pos, follow_imports=True):
+                where = self._real_path(d.module_path)
+                if where is not None and d.line is not None:
+                    if (where, d.line - 1, d.column) in definitions:
+                        return True
+            return False
+
+        done = {(r.path, r.line, r.character) for r in found}
+        return uses(scans, name, carriers(scans, defining, name), agrees, done)
+
+    def _tree(self, source: Source) -> Any:
+        """The parse tree of ``source``: jedi's (cached) when it is of this very text."""
+        try:
+            module = self._grammar().parse(
+                source.code,
+                path=source.jedi_path,
+                cache=True,
+                diff_cache=False,
+                cache_path=jedi.settings.cache_directory,
+            )
+        except Exception:
+            module = None
+        if module is None or module.get_code() != source.code:
+            module = parso.parse(source.code, error_recovery=True)
+        return module
 
     def _magic_mentions(self, source: Source, name: str) -> list[str]:
         """Notebook lines with IPython magics or shell commands that mention ``name``.
@@ -558,7 +720,56 @@ class Engine:
             if new_text != src.text:
                 changes[path] = (src.shown, src.text, new_text)
                 edits += count_edits(src.text, new_text)
+        if kind == "inline":
+            self._check_inline_leaves_no_importer(script, source, line, character, changes)
+        _check_syntax(changes)
         return changes, edits, []
+
+    def _check_inline_leaves_no_importer(
+        self, script: jedi.Script, source: Source, line: int, character: int, changes: Changes
+    ) -> None:
+        """Refuse an inline that removes a module-level variable another module still imports
+        or reaches as an attribute (the check runs over the files as they would be)."""
+        at_cursor = parso.parse(source.code).get_name_of_position((line + 1, character))
+        if at_cursor is None:
+            return
+        name = at_cursor.value
+        defining = set()
+        for d in script.goto(line + 1, character, follow_imports=True):
+            where = self._real_path(d.module_path)
+            if where is not None and d.line is not None and _module_level(d):
+                defining.add(where)
+        if not defining:
+            return
+        resolver = Resolver([*self.roots, self.root])
+        scans = {}
+        for path in sorted({*self.index.mentioning(name), *changes}):
+            if path in changes:
+                code = changes[path][2]
+            else:
+                try:
+                    code = self._read(path).code
+                except ToolError:
+                    continue
+            scans[path] = scan_file(path, code, name, resolver)
+        # A plain use left in another module that has the name from its module (a star
+        # import) fails once the variable is gone; in the defining module itself a use left
+        # is another, local binding of the name.
+        left, unclear = uses(
+            scans,
+            name,
+            carriers(scans, defining, name),
+            lambda path, _leaf, _anchors: path not in defining,
+            set(),
+        )
+        places = [f"{self._shown(u.path)} line {u.line} ({_HOW[u.how]})" for u in left]
+        places += [f"{self._shown(path)} {what}" for path, what in unclear]
+        if places:
+            raise ToolError(
+                f"Cannot inline {name}: it is still imported or used from its module at "
+                + "; ".join(places)
+                + "; nothing was changed"
+            )
 
     def _read(self, path: Path) -> Source:
         """Another file a refactoring touches, as the index or the disk has it now."""
@@ -586,6 +797,52 @@ def _is_alias_name(tree_name: Any) -> bool:
         and len(parent.children) == 3
         and parent.children[-1] is tree_name
     )
+
+
+_HOW = {
+    "import": "an import",
+    "attribute": "an attribute use",
+    "__all__": "an __all__ entry",
+    "name": "a use",
+}
+
+
+def _module_level(name: Any) -> bool:
+    """True for a name jedi places at the top level of a module (not a module itself)."""
+    if name.type == "module":
+        return False
+    parent = name.parent()
+    return parent is not None and parent.type == "module"
+
+
+def _check_syntax(changes: Changes) -> None:
+    """Refuse a refactoring that would turn a Python file that parses into one that does not."""
+    for path, (shown, old_text, new_text) in changes.items():
+        if is_notebook(path):
+            continue  # a notebook's view may hold IPython syntax, which ast does not parse
+        try:
+            ast.parse(old_text)
+        except (SyntaxError, ValueError):
+            continue  # broken before: not this refactoring's doing
+        try:
+            ast.parse(new_text)
+        except (SyntaxError, ValueError) as e:
+            raise ToolError(
+                f"The refactoring would leave a syntax error in {shown} (line "
+                f"{(getattr(e, 'lineno', None) or 1) - 1}, 0-based: {getattr(e, 'msg', e)}); "
+                "nothing was changed"
+            ) from e
+
+
+def _stamps(paths: list[Path]) -> dict[Path, tuple[int, int]]:
+    found = {}
+    for path in paths:
+        try:
+            st = path.stat()
+        except OSError:
+            continue
+        found[path] = (st.st_mtime_ns, st.st_size)
+    return found
 
 
 def _module_name(notebook: Path) -> str:
@@ -855,7 +1112,10 @@ def count_edits(old: str, new: str) -> int:
 # The worker process
 
 #: Engine methods a request may call.
-REQUESTS = frozenset({"symbols", "references", "rename", "refactor"})
+REQUESTS = frozenset({"symbols", "references", "rename", "refactor", "problems"})
+#: The request that starts the engine and takes the project's files before any query needs them.
+WARM = "warm"
+_WARM_CODE = "import os\n\n\ndef f(value):\n    return os.path.join(value)\n"
 
 
 class _Handler:
@@ -877,9 +1137,19 @@ class _Handler:
                 self.start_error = f"jedi could not start ({type(e).__name__}: {e})"
         if self.engine is None:
             raise ToolError(f"Code analysis failed: {self.start_error}")
+        if method == WARM:
+            if delta is not None:
+                self.engine.index.apply(delta)
+            # What every first query pays: parso's grammar and jedi's inference of a module.
+            jedi.Script(_WARM_CODE, project=self.engine.project).get_names(definitions=True)
+            return None
         if method not in REQUESTS:
             raise ToolError(f"Unknown request {method!r}")
         try:
+            new_files = delta is not None and (
+                delta.reset or any(not self.engine.index.knows(p) for p in delta.python)
+            )
+            self.engine.refresh_roots(rescan=new_files)
             if delta is not None:
                 self.engine.index.apply(delta)
             return getattr(self.engine, method)(*args)

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from .errors import ToolError
 from .paths import relative_path, resolve_in_root
+from .registry import TOOLSETS
 
 if TYPE_CHECKING:
     from ..code.client import CodeService
@@ -86,6 +87,8 @@ class Settings:
     """
 
     read_only: bool = False
+    #: The tool sets the server serves (every one of ``registry.TOOLSETS`` by default).
+    toolsets: frozenset[str] = frozenset(TOOLSETS)
     disabled_tools: frozenset[str] = frozenset()
     disabled_plugins: frozenset[str] = frozenset()
     result_window: int = 8000

@@ -2,8 +2,13 @@
 
 A tool is a function over plain data and a :class:`~jupyter_mcp.core.context.ToolContext`. The
 registry validates arguments against the tool's JSON schema, applies the server's policies
-(read-only mode, disabled tools, approval), runs the function off the event loop and cuts the
-result window the caller asked for.
+(read-only mode, disabled tools, tool sets, approval), runs the function off the event loop and
+cuts the result window the caller asked for.
+
+Every tool belongs to one named tool set (:data:`TOOLSETS`), given by the :class:`ToolSet` its
+module declares (``tools = ToolSet("files")``); plugin tools are in ``plugins``. The server
+serves the sets of ``c.JupyterMCP.toolsets``; a connection may narrow them further
+(:func:`parse_toolsets` reads its ``toolsets`` parameter).
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ import contextvars
 import copy
 import functools
 import inspect
+import itertools
 import json
 import logging
 import math
@@ -29,6 +35,64 @@ from .errors import ToolError
 
 if TYPE_CHECKING:
     from .context import ToolContext
+
+
+#: The tool sets, in the order they are documented: every tool is in exactly one.
+TOOLSETS: tuple[str, ...] = (
+    "files",
+    "editor",
+    "search",
+    "code",
+    "git",
+    "terminal",
+    "runs",
+    "debug",
+    "project",
+    "actions",
+    "notebooks",
+    "kernels",
+    "plugins",
+)
+
+
+def unknown_toolsets(names: Iterable[str]) -> list[str]:
+    """The names among ``names`` that are not tool sets, in their given order."""
+    return [name for name in names if name not in TOOLSETS]
+
+
+def parse_toolsets(value: str) -> frozenset[str]:
+    """The tool sets a connection asked for, from ``"files,notebooks"`` (commas or spaces).
+
+    A :class:`ToolError` names an unknown set (and lists the known ones) or says none was given.
+    """
+    names = [part for part in value.replace(",", " ").split() if part]
+    if not names:
+        raise ToolError(f"toolsets names no tool set; choose from {', '.join(TOOLSETS)}")
+    unknown = unknown_toolsets(names)
+    if unknown:
+        raise ToolError(
+            f"Unknown tool set{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))} "
+            f"in toolsets; the tool sets are {', '.join(TOOLSETS)}"
+        )
+    return frozenset(names)
+
+
+#: The header that chooses a connection's tool sets, as the ``toolsets`` query parameter does.
+TOOLSETS_HEADER = "X-MCP-Toolsets"
+
+
+def request_toolsets(query: str | None, header: str | None) -> frozenset[str] | None:
+    """The tool sets a request chose with its ``toolsets`` parameter and its
+    :data:`TOOLSETS_HEADER` (both given: a tool must be in both); None when it chose none.
+
+    A :class:`ToolError` names an unknown set.
+    """
+    chosen: frozenset[str] | None = None
+    for value in (query, header):
+        if value is not None:
+            names = parse_toolsets(value)
+            chosen = names if chosen is None else chosen & names
+    return chosen
 
 
 def window_properties(window: int) -> dict[str, Any]:
@@ -74,6 +138,8 @@ class Tool:
     properties: dict[str, Any]
     fn: Callable[..., Any]
     required: list[str] = field(default_factory=list)
+    #: The tool set it belongs to (one of :data:`TOOLSETS`).
+    toolset: str = "plugins"
     title: str | None = None
     read_only: bool = False
     # None means MCP's own default: a tool that writes may destroy (overwrite, run commands).
@@ -201,9 +267,16 @@ def _json_type(value: Any) -> str:
 
 
 class ToolSet:
-    """Collects the tools of one module: ``tools = ToolSet()`` then ``@tools.tool(...)``."""
+    """Collects the tools of one module: ``tools = ToolSet("files")`` then ``@tools.tool(...)``.
 
-    def __init__(self) -> None:
+    ``name`` is the tool set (one of :data:`TOOLSETS`) every tool declared here belongs to, so a
+    module's tools are selected and refused together.
+    """
+
+    def __init__(self, name: str) -> None:
+        if name not in TOOLSETS:
+            raise ValueError(f"Unknown tool set {name!r}; the tool sets are {', '.join(TOOLSETS)}")
+        self.name = name
         self.tools: list[Tool] = []
 
     def tool(
@@ -225,6 +298,7 @@ class ToolSet:
                     properties=properties or {},
                     required=list(required),
                     fn=fn,
+                    toolset=self.name,
                     **flags,
                 )
             )
@@ -305,6 +379,14 @@ def parse_window(arguments: dict[str, Any], max_window: int) -> tuple[int, int] 
 
 #: ``observer(name, arguments, ok, error, duration_ms)``, told after every call on every surface.
 CallObserver = Callable[[str, dict[str, Any], bool, "str | None", float], None]
+#: ``observer(call_id, name, arguments)``, told when a call starts, before anything is checked.
+StartObserver = Callable[[int, str, dict[str, Any]], None]
+
+#: The id of the call running in this context (what :data:`StartObserver` was told), so that a
+#: :data:`CallObserver` can match the end of a call to its start; None outside a call.
+current_call_id: contextvars.ContextVar[int | None] = contextvars.ContextVar(
+    "jupyter_mcp_call_id", default=None
+)
 
 
 class Registry:
@@ -314,6 +396,9 @@ class Registry:
         self._tools: dict[str, Tool] = {}
         #: Told about each finished call (the JupyterLab activity panel listens here).
         self.observers: list[CallObserver] = []
+        #: Told about each call as it starts (the panel shows long calls as running).
+        self.start_observers: list[StartObserver] = []
+        self._call_ids = itertools.count(1)
         for tool in tools:
             self.add(tool)
 
@@ -331,31 +416,48 @@ class Registry:
         """Every registered tool, whatever the policies say."""
         return list(self._tools.values())
 
-    def visible(self, ctx: ToolContext) -> list[Tool]:
-        """The tools a client may see now, in a stable order."""
-        return [t for t in self._tools.values() if self._refusal(t, ctx) is None]
+    def visible(self, ctx: ToolContext, toolsets: frozenset[str] | None = None) -> list[Tool]:
+        """The tools a client may see now, in a stable order.
 
-    def get(self, name: str, ctx: ToolContext) -> Tool:
+        ``toolsets`` are the sets the connection chose (None: all the server serves).
+        """
+        return [t for t in self._tools.values() if self._refusal(t, ctx, toolsets) is None]
+
+    def get(self, name: str, ctx: ToolContext, toolsets: frozenset[str] | None = None) -> Tool:
         """The tool called ``name``, or a :class:`ToolError` saying why it cannot be called."""
         tool = self._tools.get(name)
         if tool is None:
             raise ToolError(f"Unknown tool: {name}")
-        refusal = self._refusal(tool, ctx)
+        refusal = self._refusal(tool, ctx, toolsets)
         if refusal:
             raise ToolError(refusal)
         return tool
 
-    def _refusal(self, tool: Tool, ctx: ToolContext) -> str | None:
+    def _refusal(
+        self, tool: Tool, ctx: ToolContext, toolsets: frozenset[str] | None = None
+    ) -> str | None:
         settings = ctx.settings
         if tool.name in settings.disabled_tools:
             return f"Tool {tool.name} is disabled on this server"
         if tool.plugin is not None and tool.plugin in settings.disabled_plugins:
             return f"Tool {tool.name} is disabled on this server (plugin {tool.plugin} is disabled)"
+        if tool.toolset not in settings.toolsets:
+            return (
+                f"Tool {tool.name} is disabled on this server (its tool set {tool.toolset} "
+                "is not in c.JupyterMCP.toolsets)"
+            )
+        if toolsets is not None and tool.toolset not in toolsets:
+            return (
+                f"Tool {tool.name} is not available on this connection: its tool set "
+                f"{tool.toolset} is not among the chosen toolsets ({', '.join(sorted(toolsets))})"
+            )
         if settings.read_only and not tool.read_only:
             return f"Tool {tool.name} is not available: the server is in read-only mode"
         return None
 
-    def listing(self, ctx: ToolContext) -> list[dict[str, Any]]:
+    def listing(
+        self, ctx: ToolContext, toolsets: frozenset[str] | None = None
+    ) -> list[dict[str, Any]]:
         """The seed ``list_tools`` form: name, description and input schema per tool."""
         return [
             {
@@ -363,7 +465,7 @@ class Registry:
                 "description": t.description,
                 "inputSchema": t.advertised_schema(ctx.settings.result_window),
             }
-            for t in self.visible(ctx)
+            for t in self.visible(ctx, toolsets)
         ]
 
     async def call(
@@ -373,20 +475,44 @@ class Registry:
         ctx: ToolContext,
         *,
         always_window: bool = False,
+        toolsets: frozenset[str] | None = None,
     ) -> CallResult:
         """Validate, approve and run one call; cut the result window.
 
+        ``toolsets`` are the tool sets the caller's connection chose (None: all the server
+        serves); a tool outside them is refused like a disabled one.
+
         With ``always_window`` (standard MCP) the window applies even when the caller gave
-        no ``resultStart``/``resultEnd``; otherwise only when asked for. Every call, failed or
-        not, is reported to :attr:`observers`.
+        no ``resultStart``/``resultEnd``; otherwise only when asked for. Every call is reported
+        to :attr:`start_observers` as it starts and, failed or not, to :attr:`observers` when it
+        ends, with :data:`current_call_id` set to the same id for both.
 
         Every failure but a cancellation comes out as a :class:`ToolError`: this is the one
         place that turns an unexpected exception (a bug in a tool) into the message the agent
         reads, on every surface.
         """
         started = time.perf_counter()
+        call_id = next(self._call_ids)
+        token = current_call_id.set(call_id)
         try:
-            result = await self._call(name, arguments, ctx, always_window=always_window)
+            self._notify_start(call_id, name, arguments)
+            return await self._observed_call(name, arguments, ctx, always_window, toolsets, started)
+        finally:
+            current_call_id.reset(token)
+
+    async def _observed_call(
+        self,
+        name: str,
+        arguments: Any,
+        ctx: ToolContext,
+        always_window: bool,
+        toolsets: frozenset[str] | None,
+        started: float,
+    ) -> CallResult:
+        try:
+            result = await self._call(
+                name, arguments, ctx, always_window=always_window, toolsets=toolsets
+            )
         except ToolError as e:
             self._notify(name, arguments, False, str(e), started)
             raise
@@ -402,6 +528,16 @@ class Registry:
         self._notify(name, arguments, True, None, started)
         return result
 
+    def _notify_start(self, call_id: int, name: str, arguments: Any) -> None:
+        if not self.start_observers:
+            return
+        shown = dict(arguments) if isinstance(arguments, dict) else {}
+        for observer in list(self.start_observers):
+            try:
+                observer(call_id, name, shown)
+            except Exception:  # an observer must never break a call
+                logging.getLogger("jupyter_mcp").exception("Start observer %r failed", observer)
+
     def _notify(
         self, name: str, arguments: Any, ok: bool, error: str | None, started: float
     ) -> None:
@@ -416,9 +552,15 @@ class Registry:
                 logging.getLogger("jupyter_mcp").exception("Call observer %r failed", observer)
 
     async def _call(
-        self, name: str, arguments: Any, ctx: ToolContext, *, always_window: bool
+        self,
+        name: str,
+        arguments: Any,
+        ctx: ToolContext,
+        *,
+        always_window: bool,
+        toolsets: frozenset[str] | None,
     ) -> CallResult:
-        tool = self.get(name, ctx)
+        tool = self.get(name, ctx, toolsets)
         if arguments is None:
             arguments = {}
         if not isinstance(arguments, dict):

@@ -49,6 +49,10 @@ class WorkerStartFailed(WorkerFailed):
     """The child process could not be started at all."""
 
 
+class WorkerDied(WorkerFailed):
+    """The child stopped while it worked on the request (it had received it)."""
+
+
 class WorkerProcess:
     """The server's handle on one worker child process. Thread-safe; calls are serialised."""
 
@@ -105,13 +109,18 @@ class WorkerProcess:
             assert self._requests is not None and self._answers is not None
             try:
                 self._requests.send(request)
+            except OSError as e:  # it was gone before it got the request
+                self._stop()
+                raise WorkerFailed(str(e) or type(e).__name__) from e
+            try:
                 if not self._answers.poll(max(0.0, deadline - time.monotonic())):
                     self._stop()
                     raise WorkerTimeout(f"no answer within {limit:g} s")
                 status, value = self._answers.recv()
             except (EOFError, OSError) as e:
+                how = self._ended()
                 self._stop()
-                raise WorkerFailed(str(e) or type(e).__name__) from e
+                raise WorkerDied(how or str(e) or type(e).__name__) from e
         finally:
             self._lock.release()
         if status != "ok":
@@ -150,6 +159,17 @@ class WorkerProcess:
         self._proc = proc
         return True
 
+    def _ended(self) -> str:
+        """How the child ended ("killed by signal 9", "exited with status 1"); "" if alive."""
+        proc = self._proc
+        if proc is None:
+            return ""
+        try:
+            code = proc.wait(timeout=1)
+        except subprocess.TimeoutExpired:
+            return ""
+        return f"killed by signal {-code}" if code < 0 else f"exited with status {code}"
+
     def _stop(self) -> None:
         for conn in (self._requests, self._answers):
             if conn is not None:
@@ -166,6 +186,10 @@ class WorkerProcess:
 def main() -> None:
     """Entry point of the child: ``python -m jupyter_mcp.core.worker MODULE ARG…``."""
     module_name, *args = sys.argv[1:]
+    # jsonschema (under nbformat, which reads notebooks here) imports rfc3987_syntax when it
+    # is installed, and that builds a parser at import: a second of start-up on a busy machine,
+    # for "iri" format checks no worker makes. Without it jsonschema just skips those formats.
+    sys.modules.setdefault("rfc3987_syntax", None)  # type: ignore[arg-type]
     answer_fd = os.dup(1)
     os.dup2(2, 1)  # anything printed by accident goes to stderr, never into the answers
     sys.stdout = sys.stderr

@@ -29,6 +29,19 @@ def source_hash(source: str) -> str:
     return "sha256:" + hashlib.sha256(source.encode("utf-8", "surrogatepass")).hexdigest()
 
 
+def check_text(text: str | None, field: str) -> None:
+    """Refuse text no notebook can store: an unpaired surrogate (a JSON ``\\ud800`` escape)."""
+    if text is None:
+        return
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise ToolError(
+            f"{field} has an unpaired surrogate U+{ord(text[e.start]):04X} at character "
+            f"{e.start}, which a notebook (UTF-8) cannot hold; nothing was changed"
+        ) from None
+
+
 def cell_ids(nb: dict[str, Any]) -> list[str]:
     """The ids of the notebook's cells, in order."""
     return [str(cell.get("id")) for cell in nb["cells"]]
@@ -82,6 +95,7 @@ def insert_cell(
     after_cell_id: str | None = None,
 ) -> dict[str, Any]:
     """Insert a new cell at ``index``, after ``after_cell_id``, or at the end."""
+    check_text(source, "source")
     cells = nb["cells"]
     if index is not None and after_cell_id is not None:
         raise ToolError("Give index or afterCellId, not both")
@@ -146,6 +160,12 @@ def edit_cell(
     expected_source: str | None = None,
 ) -> dict[str, Any]:
     """Replace a cell's source, or find and replace in it, and/or change its type."""
+    for text, field in (
+        (source, "source"),
+        (search_text, "searchText"),
+        (replace_text, "replaceText"),
+    ):
+        check_text(text, field)
     if source is not None and search_text is not None:
         raise ToolError("Give source (to replace the whole source) or searchText, not both")
     if search_text is not None and replace_text is None:

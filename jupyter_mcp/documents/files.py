@@ -223,7 +223,13 @@ class Transaction:
         if data is None:
             path.unlink(missing_ok=True)
         else:
-            atomic_write(path, data)
+            try:
+                atomic_write(path, data)
+            except OSError as e:  # a full disk, a file-size limit: the old file is still whole
+                reason = e.strerror or str(e)
+                raise ToolError(
+                    f"Writing {self.ctx.relative(path)} failed ({reason}); it was left as it was"
+                ) from e
         if path not in self.written:
             self.written.append(path)
 

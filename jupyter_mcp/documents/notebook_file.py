@@ -140,6 +140,7 @@ class FileNotebook:
         self._runs: dict[str, RunningCell] = {}
         self._runs_lock = threading.Lock()  # the loop adds outputs, a worker thread writes them
         self._last_write = 0.0
+        self._dirty = False
         self._flush_task: asyncio.Task[None] | None = None
 
     # -- reading and changing --------------------------------------------------------------
@@ -201,6 +202,7 @@ class FileNotebook:
         with self._runs_lock:
             self._run(cell_id).finish(execution_count)
         task, self._flush_task = self._flush_task, None
+        self._dirty = False
         if task is not None:
             task.cancel()
         await self._flush()
@@ -212,17 +214,19 @@ class FileNotebook:
         return run
 
     def _schedule(self) -> None:
-        if self._flush_task is not None and not self._flush_task.done():
-            return
-        delay = max(0.0, self._last_write + self.flush_interval - time.monotonic())
-        self._flush_task = asyncio.get_running_loop().create_task(self._flush_later(delay))
+        self._dirty = True
+        if self._flush_task is None or self._flush_task.done():
+            self._flush_task = asyncio.get_running_loop().create_task(self._pump())
 
-    async def _flush_later(self, delay: float) -> None:
-        await asyncio.sleep(delay)
-        try:
-            await self._flush()
-        except ToolError as e:  # the next write, at the latest when the cell ends, says it
-            self.ctx.log.warning("Could not write the outputs into %s: %s", self.shown, e)
+    async def _pump(self) -> None:
+        # Outputs that arrive while a write is under way are written by the next round.
+        while self._dirty:
+            await asyncio.sleep(max(0.0, self._last_write + self.flush_interval - time.monotonic()))
+            self._dirty = False
+            try:
+                await self._flush()
+            except ToolError as e:  # the next write, at the latest when the cell ends, says it
+                self.ctx.log.warning("Could not write the outputs into %s: %s", self.shown, e)
 
     async def _flush(self) -> None:
         self._last_write = time.monotonic()

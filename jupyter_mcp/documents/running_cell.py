@@ -12,11 +12,28 @@ the notebook too big for JupyterLab to load.
 from __future__ import annotations
 
 import copy
+import re
 from collections.abc import Mapping
 from typing import Any
 
 #: Characters of output one cell keeps (text and encoded pictures together).
 CELL_OUTPUT_LIMIT = 2_000_000
+
+
+# A kernel that decoded bytes with ``surrogateescape`` sends lone surrogates, which no UTF-8
+# file (nor JupyterLab's JSON) can hold: they are stored as U+FFFD.
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
+
+
+def _storable(value: Any) -> Any:
+    """``value`` with every lone surrogate in its strings replaced (a copy)."""
+    if isinstance(value, str):
+        return _SURROGATE.sub("\ufffd", value) if _SURROGATE.search(value) else value
+    if isinstance(value, dict):
+        return {key: _storable(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_storable(item) for item in value]
+    return value
 
 
 def _joined(value: Any) -> str:
@@ -73,7 +90,7 @@ class RunningCell:
     def add(self, output: Mapping[str, Any]) -> None:
         """One output arrived from the kernel."""
         self.version += 1
-        kept: dict[str, Any] = copy.deepcopy(dict(output))
+        kept: dict[str, Any] = _storable(copy.deepcopy(dict(output)))
         if kept.get("output_type") == "stream":
             self._add_stream(kept)
             return
@@ -115,6 +132,11 @@ class RunningCell:
         else:
             self._outputs.append({"output_type": "stream", "name": name, "text": text})
         self._size += len(text)
+
+    @property
+    def size(self) -> int:
+        """Characters of output the cell keeps now."""
+        return self._size
 
     def clear(self) -> None:
         """The kernel cleared the cell's outputs."""

@@ -93,6 +93,11 @@ class BackgroundCommands:
         groups = list(self._groups.values())
         await asyncio.gather(*(kill_group(pgid) for pgid in groups))
 
+    def kill_now(self) -> None:
+        """End every running command's group without the event loop (the server is exiting)."""
+        for pgid in list(self._groups.values()):
+            kill_group_now(pgid)
+
 
 def group_alive(pgid: int) -> bool:
     """True while a live (non-zombie) process belongs to process group ``pgid``.
@@ -136,18 +141,38 @@ def _state_and_group(stat_path: str) -> tuple[str, int] | None:
     return fields[0], int(fields[2])
 
 
-async def kill_group(pgid: int) -> None:
-    """SIGTERM the process group, then SIGKILL whatever is left after :data:`KILL_GRACE`."""
+async def kill_group(pgid: int, *, grace: float = KILL_GRACE, terminate: bool = True) -> None:
+    """SIGTERM the process group, then SIGKILL whatever is left after ``grace`` seconds.
+
+    ``terminate=False`` when the group was sent its SIGTERM already: a second one would land
+    in the middle of the clean-up the first one started (killing the commands a trap runs),
+    so the group only gets the rest of its grace, then SIGKILL.
+    """
     if sys.platform == "win32":  # pragma: no cover - no process groups to signal
         return
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, signal.SIGTERM)
-        os.killpg(pgid, signal.SIGCONT)  # a stopped process must run to see SIGTERM
-    deadline = time.monotonic() + KILL_GRACE
+    if terminate:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pgid, signal.SIGTERM)
+            os.killpg(pgid, signal.SIGCONT)  # a stopped process must run to see SIGTERM
+    deadline = time.monotonic() + grace
     while time.monotonic() < deadline:
         if not await asyncio.to_thread(group_alive, pgid):
             return
         await asyncio.sleep(0.05)
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signal.SIGKILL)
+
+
+def kill_group_now(pgid: int, grace: float = KILL_GRACE) -> None:
+    """:func:`kill_group` for a process that is exiting: blocks, needs no event loop."""
+    if sys.platform == "win32":  # pragma: no cover - no process groups to signal
+        return
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signal.SIGTERM)
+        os.killpg(pgid, signal.SIGCONT)
+    deadline = time.monotonic() + grace
+    while group_alive(pgid) and time.monotonic() < deadline:
+        time.sleep(0.05)
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, signal.SIGKILL)
 
@@ -230,10 +255,10 @@ async def run_shell(
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(asyncio.shield(pumps), max(0.0, min(DRAIN_GRACE, remaining)))
     finally:
-        # Runs on success, timeout and cancellation alike: nothing of the group survives.
-        await asyncio.shield(_finish(proc, pumps))
-        if tracker and activity:
-            tracker.end(activity)
+        # Runs on success, timeout and cancellation alike: nothing of the group survives. The
+        # command stays listed until its group is gone, even when this task is cancelled again
+        # while it waits (anyio's cancel scopes keep cancelling until the call has returned).
+        await asyncio.shield(_finish(proc, pumps, tracker, activity))
     result: dict[str, Any] = {
         "stdout": out.text(),
         "stderr": err.text(),
@@ -260,7 +285,20 @@ async def _exited(proc: asyncio.subprocess.Process) -> int:
     return proc.returncode
 
 
-async def _finish(proc: asyncio.subprocess.Process, pumps: asyncio.Future[Any]) -> None:
+async def _finish(
+    proc: asyncio.subprocess.Process,
+    pumps: asyncio.Future[Any],
+    tracker: BackgroundCommands | None,
+    activity: Activity | None,
+) -> None:
+    try:
+        await _end_group(proc, pumps)
+    finally:
+        if tracker and activity:
+            tracker.end(activity)
+
+
+async def _end_group(proc: asyncio.subprocess.Process, pumps: asyncio.Future[Any]) -> None:
     if sys.platform != "win32" and (
         proc.returncode is None or await asyncio.to_thread(group_alive, proc.pid)
     ):

@@ -45,14 +45,18 @@ from ..documents.facts import NOTEBOOK_SUFFIX, is_notebook
 from ..kernels.execute import connected_client, execute, kernel_name_for
 from ..project.walk import iter_project_files
 from .output import OutputBuffer, plain_text
-from .processes import Activity, iso, kill_group
+from .processes import Activity, iso, kill_group, kill_group_now
 
 #: Placeholder for the kernel's own Python interpreter in an argv.
 PYTHON = "${python}"
 #: At most this many notebooks are offered, nearest the root first.
 MAX_NOTEBOOKS = 200
-#: How long a stopped run has to wind down after an interrupt before its kernel is killed.
+#: How long a stopped program's process group has, after its one SIGTERM, to shut down cleanly
+#: (a dev server closing its connections, a shell running its trap) before SIGKILL.
 STOP_GRACE = 5.0
+#: How long a stopped run's kernel has to answer the interrupt (its runner lets the program
+#: shut down first, for up to STOP_GRACE) before the run is ended from the server.
+INTERRUPT_TIMEOUT = STOP_GRACE + 5.0
 
 
 @dataclass
@@ -371,9 +375,13 @@ PGID_MIME = "application/vnd.jupyter-mcp.run-pgid+json"
 #: it starts in the background; the runner reports that group's id (``PGID_MIME``) so the server
 #: can stop all of it. Once the program exits, its output may drain for a second (a background
 #: child that keeps the pipe open must not hold the run), then the runner returns its exit code.
-#: On an interrupt the runner terminates the group; the server kills what is left after that.
+#: On an interrupt the runner sends the group its one SIGTERM and keeps reading the output until
+#: every process of the group has closed it, for up to ``grace`` seconds: closing the pipe early
+#: would kill a process that writes while it shuts down (SIGPIPE: a shell reporting its killed
+#: job, a server logging its shutdown) before its clean-up ran. The server then kills what is
+#: left (SIGKILL after its own grace period); it never sends a second SIGTERM.
 _RUNNER = r"""
-def __mcp_run(argv, shell, cwd, env, mime):
+def __mcp_run(argv, shell, cwd, env, mime, grace):
     import codecs, os, signal, subprocess, sys, time
     if argv:
         argv = [sys.executable if a == "${python}" else a for a in argv]
@@ -411,17 +419,30 @@ def __mcp_run(argv, shell, cwd, env, mime):
         return proc.wait()
     except BaseException:
         if posix:
+            import select
             for sig in (signal.SIGTERM, signal.SIGCONT):
                 try:
                     os.killpg(proc.pid, sig)
                 except (ProcessLookupError, PermissionError):
                     pass
+            deadline = time.monotonic() + grace
+            try:
+                while time.monotonic() < deadline:
+                    if not select.select([fd], [], [], 0.1)[0]:
+                        continue
+                    chunk = os.read(fd, 65536)
+                    if not chunk:
+                        break
+                    sys.stdout.write(decoder.decode(chunk))
+                    sys.stdout.flush()
+            except BaseException:
+                pass  # interrupted again: stop reading, the server ends the group
         else:
             proc.terminate()
-        try:
-            proc.wait(3)
-        except BaseException:
-            proc.kill()
+            try:
+                proc.wait(3)
+            except BaseException:
+                proc.kill()
         raise
     finally:
         proc.stdout.close()
@@ -446,6 +467,10 @@ class Run:
     stop_requested: bool = False
     #: The process group of a program or task (its own session), once the kernel reports it.
     pgid: int | None = None
+    #: True once the runner sent that group its SIGTERM (it was interrupted).
+    group_terminated: bool = False
+    #: Ending the group and the kernel, once the run is over (see RunManager._clean_up).
+    cleanup: asyncio.Future[None] | None = None
 
     @property
     def running(self) -> bool:
@@ -576,11 +601,15 @@ class RunManager:
             with contextlib.suppress(Exception):
                 await manager.interrupt_kernel(run.kernel_id)
         if run.task is not None:
-            done, _ = await asyncio.wait({run.task}, timeout=STOP_GRACE)
-            if not done:
+            done, _ = await asyncio.wait({run.task}, timeout=INTERRUPT_TIMEOUT)
+            if not done:  # the kernel did not answer the interrupt: end the run from here
                 run.task.cancel()
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await run.task
+        if run.cleanup is not None:
+            # The program's group shutting down within its grace, then the kernel.
+            with contextlib.suppress(Exception):
+                await asyncio.shield(run.cleanup)
         if run.running:
             self._finish(run, "stopped", None, None)
         return run
@@ -601,13 +630,21 @@ class RunManager:
             self.log.warning("Run %s failed: %s", run.config.name, e)
             self._finish(run, "stopped" if run.stop_requested else "error", None, str(e))
         finally:
-            if run.pgid is not None:
-                # Whatever the program left running (``sleep 1000 &``, a dev server) ends with
-                # the run: SIGTERM to its group, SIGKILL after a grace period.
-                await asyncio.shield(kill_group(run.pgid))
-            if run.kernel_id in manager:
-                with contextlib.suppress(Exception):
-                    await manager.shutdown_kernel(run.kernel_id, now=run.stop_requested)
+            # Shielded and kept on the run: a stop that cancels this task still waits for it.
+            run.cleanup = asyncio.ensure_future(self._clean_up(run))
+            await asyncio.shield(run.cleanup)
+
+    async def _clean_up(self, run: Run) -> None:
+        """End what the run leaves: its process group, then its kernel."""
+        manager = self.kernel_manager
+        if run.pgid is not None:
+            # Whatever the program left running (``sleep 1000 &``, a dev server) ends with the
+            # run: one SIGTERM to its group (the runner sent it already when it was
+            # interrupted), SIGKILL for what is left after the grace period.
+            await kill_group(run.pgid, grace=STOP_GRACE, terminate=not run.group_terminated)
+        if run.kernel_id in manager:
+            with contextlib.suppress(Exception):
+                await manager.shutdown_kernel(run.kernel_id, now=run.stop_requested)
 
     def _finish(self, run: Run, status: str, code: int | None, error: str | None) -> None:
         if not run.running:
@@ -626,6 +663,7 @@ class RunManager:
             "cwd": str(config.cwd),
             "env": config.env,
             "mime": PGID_MIME,
+            "grace": STOP_GRACE,
         }
         code = (
             f"{_RUNNER}\n__mcp_rc = __mcp_run(**__import__('json').loads({json.dumps(params)!r}))"
@@ -633,6 +671,9 @@ class RunManager:
         reply = await self._execute_code(run, client, code, {"rc": "__mcp_rc"})
         content = reply.get("content", {})
         if content.get("status") != "ok":
+            # The runner failed or was interrupted after starting the program: it sent the
+            # program's group its SIGTERM on the way out.
+            run.group_terminated = run.pgid is not None
             if content.get("ename") == "KeyboardInterrupt" or run.stop_requested:
                 return "stopped", None, None
             return "error", None, f"{content.get('ename')}: {content.get('evalue')}"
@@ -699,6 +740,22 @@ class RunManager:
         return await execute(
             client, code, on_message=on_message, is_alive=is_alive, user_expressions=expressions
         )
+
+    def kill_now(self) -> None:
+        """End every running run's program and kernel without the event loop.
+
+        For a server that exits without stopping its extensions (an interrupt it does not
+        handle, without a terminal): nothing a run started may outlive it.
+        """
+        manager: Any = getattr(self.serverapp, "kernel_manager", None)
+        for run in self.running():
+            if run.pgid is not None:
+                kill_group_now(run.pgid, grace=1.0)
+            with contextlib.suppress(Exception):  # no manager, no such kernel: nothing to end
+                provisioner = manager.get_kernel(run.kernel_id).provisioner
+                kernel_group = getattr(provisioner, "pgid", None) or provisioner.process.pid
+                if kernel_group and kernel_group != os.getpgrp():
+                    kill_group_now(kernel_group, grace=1.0)
 
     async def shutdown(self) -> None:
         """Stop every run (the server is stopping)."""

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..core.errors import ToolError
+from ..core.registry import current_call_id
 from ..documents.notebook_view import notebook_from_cells, view_of_notebook
 from .breakpoint_sync import BreakpointSync
 from .protocol import WindowRequests, check_params
@@ -43,6 +44,9 @@ if TYPE_CHECKING:
 REQUEST_TIMEOUT = 10.0
 #: How many recent tool calls the activity panel of a newly connected window is shown.
 ACTIVITY_HISTORY = 100
+#: A call still running after this many seconds shows in the activity panel as running (until
+#: its end replaces it); quicker calls only show when they end.
+RUNNING_AFTER = 0.5
 
 Send = Callable[[dict[str, Any]], None]
 
@@ -114,6 +118,12 @@ class EditorBridge:
         self._ids = itertools.count(1)
         self._loop: asyncio.AbstractEventLoop | None = None
         self.activity: deque[dict[str, Any]] = deque(maxlen=history)
+        # Calls shown as running (by call id), and the timers that will show the others.
+        self._running: dict[int, dict[str, Any]] = {}
+        self._running_soon: dict[int, asyncio.TimerHandle] = {}
+        # Record ids are unique across server restarts: a window never mistakes a new call for
+        # one it saw running before.
+        self._instance = os.urandom(4).hex()
         self._breakpoints: BreakpointSync | None = None
 
     # -- wiring ----------------------------------------------------------------------------
@@ -125,6 +135,9 @@ class EditorBridge:
             self._windows.clear()
         for window in windows:
             self._fail_pending(window.id, "The server is shutting down")
+        for soon in self._running_soon.values():
+            soon.cancel()
+        self._running_soon.clear()
         if self._breakpoints is not None:
             self._breakpoints.close()
             self._breakpoints = None
@@ -146,7 +159,9 @@ class EditorBridge:
             self._windows[window_id] = window
         if previous is not None:
             self._fail_pending(window_id, "The JupyterLab window reconnected before answering")
-        send({"type": "welcome", "root": str(self.ctx.root_dir), "activity": list(self.activity)})
+        # What the panel shows: recent calls and those still running, oldest first.
+        shown = sorted([*self.activity, *self._running.values()], key=lambda r: r["at"])
+        send({"type": "welcome", "root": str(self.ctx.root_dir), "activity": shown})
         sync = self._breakpoint_sync()
         if sync is not None:
             sync.push(window)
@@ -381,6 +396,33 @@ class EditorBridge:
 
     # -- activity ----------------------------------------------------------------------------
 
+    def call_started(self, call_id: int, name: str, arguments: dict[str, Any]) -> None:
+        """A call started (on the loop): once it has run :data:`RUNNING_AFTER` seconds, show it
+        as running in every window, until :meth:`record_call` replaces it by its outcome."""
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # a call run outside the server's loop has no window to show in
+            return
+        started = time.time() * 1000
+        summary = summarize_arguments(arguments, limit=60)
+
+        def show() -> None:
+            self._running_soon.pop(call_id, None)
+            record = {
+                "id": f"{self._instance}-{call_id}",
+                "tool": name,
+                "arguments": summary,
+                "ok": True,
+                "error": None,
+                "durationMs": round(time.time() * 1000 - started, 1),
+                "at": started,
+                "running": True,
+            }
+            self._running[call_id] = record
+            self.broadcast({"type": "activity", "record": record})
+
+        self._running_soon[call_id] = loop.call_later(RUNNING_AFTER, show)
+
     def record_call(
         self,
         name: str,
@@ -389,8 +431,17 @@ class EditorBridge:
         error: str | None,
         duration_ms: float,
     ) -> None:
-        """Keep a record of a finished tool call and show it in every window."""
+        """Keep a record of a finished tool call and show it in every window (in place of its
+        running entry, when it had one)."""
+        call_id = current_call_id.get()
+        soon = self._running_soon.pop(call_id, None) if call_id is not None else None
+        if soon is not None:
+            soon.cancel()
+        if call_id is not None:
+            self._running.pop(call_id, None)
         record = {
+            "id": f"{self._instance}-{call_id}" if call_id is not None else None,
+            "running": False,
             "tool": name,
             "arguments": summarize_arguments(arguments, limit=60),
             "ok": ok,

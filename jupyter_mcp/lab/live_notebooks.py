@@ -41,6 +41,8 @@ T = TypeVar("T")
 
 #: Seconds between two updates of a running cell's outputs in a live document.
 LIVE_FLUSH_INTERVAL = 0.1
+#: Characters of outputs a second a running cell sends to a live document at most.
+LIVE_BYTES_PER_SECOND = 2_000_000
 
 
 @contextlib.asynccontextmanager
@@ -155,6 +157,7 @@ class _LiveRuns:
         self.limit = limit
         self._runs: dict[str, RunningCell] = {}
         self._last = 0.0
+        self._dirty = False
         self._pending: asyncio.Task[None] | None = None
 
     async def started(self, cell_id: str) -> None:
@@ -172,14 +175,21 @@ class _LiveRuns:
         return run
 
     def changed(self) -> None:
-        if self._pending is not None and not self._pending.done():
-            return
-        delay = max(0.0, self._last + self.interval - time.monotonic())
-        self._pending = asyncio.get_running_loop().create_task(self._later(delay))
+        self._dirty = True
+        if self._pending is None or self._pending.done():
+            self._pending = asyncio.get_running_loop().create_task(self._pump())
 
-    async def _later(self, delay: float) -> None:
-        await asyncio.sleep(delay)
-        await self.flush()
+    async def _pump(self) -> None:
+        # Outputs that arrive while an update is on its way are sent by the next round.
+        while self._dirty:
+            # Each update sends the cell's outputs whole: a big output is sent less often
+            # (about 2 MB a second at most), so a cell that prints a lot does not flood the
+            # window.
+            size = max((run.size for run in self._runs.values()), default=0)
+            interval = max(self.interval, size / LIVE_BYTES_PER_SECOND)
+            await asyncio.sleep(max(0.0, self._last + interval - time.monotonic()))
+            self._dirty = False
+            await self.flush()
 
     async def flush(self) -> None:
         self._last = time.monotonic()

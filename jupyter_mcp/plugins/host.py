@@ -459,6 +459,7 @@ class Plugin:
             destructive=declaration.destructive,
             needs_approval=declaration.destructive,
             plugin=self.id,
+            toolset="plugins",
             schema=schema,
             max_argument_bytes=MAX_ARGUMENT_BYTES,
         )

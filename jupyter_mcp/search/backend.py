@@ -51,6 +51,14 @@ class ProjectSearch:
                 backend = self._backend = maker(ctx.root_dir, limit, cache_bytes=budget)
             return backend
 
+    def warm(self) -> int:
+        """Make the backend and have it index the project now, so the first search is quick.
+
+        Blocks (call it off the event loop); a search arriving meanwhile waits for this one
+        instead of starting a second worker. Returns how many files are searched.
+        """
+        return int(self.backend().run("warm", {}))
+
     def close(self) -> None:
         """Close the backend (stopping its worker process); the next search makes a new one."""
         with self._lock:

@@ -26,7 +26,14 @@ import pathspec
 
 from ..core.context import Settings
 from ..core.errors import ToolError
-from ..core.worker import WorkerBusy, WorkerFailed, WorkerProcess, WorkerStartFailed, WorkerTimeout
+from ..core.worker import (
+    WorkerBusy,
+    WorkerDied,
+    WorkerFailed,
+    WorkerProcess,
+    WorkerStartFailed,
+    WorkerTimeout,
+)
 from .index import FileEntry, ProjectIndex
 
 DEFAULT_MAX_RESULTS = 1000
@@ -248,9 +255,16 @@ def find_names(
     return results
 
 
-OPERATIONS: dict[str, Callable[..., list[dict[str, Any]]]] = {
+def index_size(index: ProjectIndex) -> int:
+    """How many files of a refreshed ``index`` are searched: the warm-up's request, which makes
+    the worker build its index (and read the files) before the first search needs it."""
+    return len(index.searchable())
+
+
+OPERATIONS: dict[str, Callable[..., Any]] = {
     "content": search_content,
     "names": find_names,
+    "warm": index_size,
 }
 
 
@@ -338,6 +352,12 @@ class WorkerSearch:
                 ) from e
             except WorkerStartFailed as e:
                 raise ToolError(f"Could not start the search worker process: {e}") from e
+            except WorkerDied as e:
+                # It had the request: running it again could end the same way. Say so.
+                raise ToolError(
+                    f"The search worker process stopped during this search ({e}); "
+                    "try again (the next search starts a new one)"
+                ) from e
             except WorkerFailed as e:
                 if self.worker.closed:
                     raise ToolError("The server is shutting down; search is not available") from e

@@ -12,6 +12,7 @@ Clients that cannot take SSE (``Accept: application/json`` only) get the one JSO
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -199,6 +200,9 @@ class StreamableHTTPHandler(MCPBaseHandler):
             self._disconnected.set()
 
     async def _serve(self) -> None:
+        # The SDK reads the choice again per message (MCPSurface); refuse a bad one here, as an
+        # HTTP 400 with a JSON-RPC error, before any session starts.
+        _ = self.toolsets
         self._disconnected = asyncio.Event()
         headers: list[tuple[bytes, bytes]] = []
         json_only = False
@@ -219,14 +223,35 @@ class StreamableHTTPHandler(MCPBaseHandler):
             headers.append((b"accept", b"application/json, text/event-stream"))
         elif "Accept" in self.request.headers:
             headers.append((b"accept", self.request.headers["Accept"].encode("latin-1")))
-        await serve_asgi(
-            self,
-            self.surface.handle,
-            headers=headers,
-            disconnected=self._disconnected,
-            json_only=json_only,
-            user=session_owner(self),
-        )
+        surface = self.surface
+        app: ASGIApp = surface.handle
+        owner = session_owner(self)
+        session_id = self.request.headers.get("Mcp-Session-Id")
+        watch: asyncio.Future[None] | None = None
+        if self.request.method == "POST" and session_id is not None:
+            message = _parsed(self.request.body)
+            if surface.answers_as_json(message, session_id):
+                # A request in a legacy session that streams nothing: one JSON body.
+                # (2026-07-28 requests have no session; the SDK answers those that stream
+                # nothing as JSON itself, and watches their connection to cancel them.)
+                app = functools.partial(surface.handle, json_answer=True)
+            if isinstance(message, dict) and message.get("method") == "tools/call":
+                # The SDK does not stop a legacy call whose client left: this does.
+                watch = asyncio.ensure_future(
+                    _cancel_when(self._disconnected, surface, session_id, message.get("id"), owner)
+                )
+        try:
+            await serve_asgi(
+                self,
+                app,
+                headers=headers,
+                disconnected=self._disconnected,
+                json_only=json_only,
+                user=owner,
+            )
+        finally:
+            if watch is not None:
+                watch.cancel()
 
     @web.authenticated
     @authorized("execute")  # a message may call a tool, which runs commands and kernels
@@ -251,6 +276,21 @@ class StreamableHTTPHandler(MCPBaseHandler):
         return {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": reason}}
 
 
+async def _cancel_when(
+    disconnected: asyncio.Event, surface: MCPSurface, session_id: str, request_id: Any, owner: Any
+) -> None:
+    await disconnected.wait()
+    surface.cancel_call(session_id, request_id, owner)
+
+
+def _parsed(body: bytes | None) -> Any:
+    """The JSON of a request body; None when it is not JSON (the SDK answers that one)."""
+    try:
+        return json.loads(body or b"")
+    except (ValueError, RecursionError):
+        return None
+
+
 def session_owner(handler: web.RequestHandler) -> Any:
     """Who may use a session, as the SDK's principal: a session answers only its opener.
 
@@ -262,11 +302,17 @@ def session_owner(handler: web.RequestHandler) -> Any:
     user = getattr(handler, "current_user", None)
     if provider is None or not getattr(provider, "auth_enabled", False) or user is None:
         return None
-    from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
-    from mcp.server.auth.provider import AccessToken
-
     if getattr(handler, "token_authenticated", False):
         principal = "jupyter-token"
     else:
         principal = "user:" + (getattr(user, "username", None) or str(user))
-    return AuthenticatedUser(AccessToken(token="jupyter", client_id=principal, scopes=[]))
+    return _principal(principal)
+
+
+@functools.lru_cache(maxsize=1024)
+def _principal(client_id: str) -> Any:
+    """The SDK's user for ``client_id``, made once (it is only compared, never changed)."""
+    from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+    from mcp.server.auth.provider import AccessToken
+
+    return AuthenticatedUser(AccessToken(token="jupyter", client_id=client_id, scopes=[]))

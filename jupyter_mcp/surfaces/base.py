@@ -2,21 +2,29 @@
 
 Auth is Jupyter's; on top of it every route refuses a browser ``Origin`` that is not allowed,
 since token-authenticated requests skip jupyter_server's own origin check and these routes run
-code. Refusals of the HTTP layer (auth, origin) are answered as JSON in the shape of the surface
-they hit: :meth:`MCPBaseHandler.error_payload`.
+code. Refusals of the HTTP layer (auth, origin, a bad ``toolsets`` choice) are answered as JSON
+in the shape of the surface they hit: :meth:`MCPBaseHandler.error_payload`.
+
+A connection chooses its tool sets with the ``toolsets`` query parameter (``?toolsets=files,git``)
+or the ``X-MCP-Toolsets`` header (both given: a tool must be in both), read the same way for
+every surface by :func:`~jupyter_mcp.core.registry.request_toolsets`.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import urlparse
 
 from jupyter_server.base.handlers import APIHandler
 from jupyter_server.extension.handler import ExtensionHandlerMixin
 from tornado import web
+
+from ..core.errors import ToolError
+from ..core.registry import TOOLSETS_HEADER, request_toolsets
 
 if TYPE_CHECKING:
     from ..app import JupyterMCP
@@ -58,6 +66,17 @@ class MCPBaseHandler(MCPAppMixin, APIHandler):
         if not origin_allowed(self, self.mcp_app.allowed_origins):
             raise web.HTTPError(403, "Origin not allowed: %s", self.request.headers.get("Origin"))
 
+    @property
+    def toolsets(self) -> frozenset[str] | None:
+        """The tool sets this request chose (None: all the server serves); a bad choice is a
+        400 answer. Read by the route methods, so only after authentication."""
+        try:
+            return request_toolsets(
+                self.get_query_argument("toolsets", None), self.request.headers.get(TOOLSETS_HEADER)
+            )
+        except ToolError as e:
+            raise web.HTTPError(400, "%s", str(e)) from e
+
     def send_json(self, payload: Any, status: int = 200) -> None:
         """Finish with a JSON body (UTF-8, no ASCII escaping)."""
         self.set_status(status)
@@ -77,12 +96,30 @@ class MCPBaseHandler(MCPAppMixin, APIHandler):
         exc = kwargs.get("exc_info", (None, None, None))[1]
         if isinstance(exc, web.HTTPError) and exc.log_message:
             reason = exc.log_message % exc.args if exc.args else exc.log_message
+        elif status_code == 403:
+            # Jupyter refuses a request that no credential authenticates with a bare 403:
+            # say what the server wants (under JupyterHub, which token).
+            reason = not_authenticated_reason()
         self.set_header("Content-Type", "application/json; charset=UTF-8")
         self.finish(json.dumps(self.error_payload(reason)))
 
     def error_payload(self, reason: str) -> dict[str, Any]:
         """The body of an HTTP-level error: the seed shape, which scripts read."""
         return {"status": None, "error": reason}
+
+
+def not_authenticated_reason(env: Mapping[str, str] | None = None) -> str:
+    """Why a request without an accepted credential is refused, and what to send instead."""
+    env = os.environ if env is None else env
+    reason = "Forbidden: no credential this server accepts; send 'Authorization: token <token>'"
+    user = env.get("JUPYTERHUB_USER")
+    if user and env.get("JUPYTERHUB_SERVICE_PREFIX"):
+        # Inside a JupyterHub single-user server: only a hub token of its user gets in.
+        reason += (
+            f" with a JupyterHub token of {user}'s (scope access:servers!user={user}, "
+            "from the hub's Token page)"
+        )
+    return reason
 
 
 def origin_allowed(handler: web.RequestHandler, allowed_origins: Iterable[str]) -> bool:

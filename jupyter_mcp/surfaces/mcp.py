@@ -25,8 +25,9 @@ import re
 import warnings
 from collections import OrderedDict
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
+import anyio
 import mcp_types as types
 from mcp.server.lowlevel.server import NotificationOptions, Server
 from mcp.server.models import InitializationOptions
@@ -38,7 +39,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from ..core.context import ToolContext, progress_reporter
 from ..core.errors import ToolError
-from ..core.registry import CallResult, Registry, Tool
+from ..core.registry import TOOLSETS_HEADER, CallResult, Registry, Tool, request_toolsets
 from ..core.version import __version__
 from ..lab.notebooks import IMAGE_URI, is_image_uri, output_image
 
@@ -56,8 +57,11 @@ with '/' separators; absolute paths inside the root also work; nothing outside i
 - Notebooks (.ipynb) read, search and edit as percent-format scripts ('# %%' code cells, \
 '# %% [markdown]' cells); line numbers in a notebook refer to that text view. Writing the \
 text back keeps outputs and metadata of the cells you did not change.
+- The notebook tools (get_notebook_cells, edit_notebook_cell, ...) work on cells by cellId; \
+without pathInProject they act on the notebook focused in JupyterLab. Give expectedSource to \
+an edit so that a cell the user changed since you read it is not overwritten.
 - Lines are 1-based and characters 0-based, except find_references, \
-refactor_code_at_location and symbol ranges, whose lines are 0-based.
+refactor_code_at_location, get_file_problems and symbol ranges, whose lines are 0-based.
 - Every tool returns at most {window} characters per call. When a result is longer, a second \
 text block gives its total length and the resultStart to call again with (resultEnd - \
 resultStart <= {window}).
@@ -78,6 +82,52 @@ _LEVELS: tuple[types.LoggingLevel, ...] = (
     "emergency",
 )
 _DEFAULT_LEVEL: types.LoggingLevel = "warning"
+
+#: Set by the HTTP handler around one POST: True when its answer goes out as one JSON body
+#: rather than on an event stream of its own (see :func:`needs_stream`).
+_json_answer: contextvars.ContextVar[bool]
+_json_answer = contextvars.ContextVar("jupyter_mcp_json_answer", default=False)
+
+
+class _PerRequestJSON:
+    """The session manager's ``json_response`` flag, true for the legacy-session requests that
+    need no stream (the HTTP handler decides, with :func:`needs_stream`).
+
+    The SDK reads the flag where it answers a POST (in the request's context, which the handler
+    it dispatches to inherits) and where it routes a session's outgoing messages (in the
+    session's own task, started by the opening ``initialize``, which always streams: there the
+    flag is false, and every message related to a request goes to that request's stream). A
+    request answered as JSON therefore must never send a message related to it: the tool call
+    sends no progress then, and its log lines go to the session's standalone stream.
+    """
+
+    def __bool__(self) -> bool:
+        return _json_answer.get()
+
+
+def needs_stream(message: Any) -> bool:
+    """Whether a client message (parsed JSON) is answered on an event stream.
+
+    An event stream carries what a request produces before its answer: progress (asked for with
+    a progress token), log lines asked for per request (2026-07-28), a ``subscriptions/listen``
+    stream. Everything else is answered as one JSON body, which spares the stream's set-up and
+    its tasks. ``initialize`` streams too: it starts the session's own task (see
+    :class:`_PerRequestJSON`). Notifications, responses, batches and malformed bodies are left
+    to the SDK as they are.
+    """
+    if not isinstance(message, dict) or "id" not in message:
+        return True
+    method = message.get("method")
+    if not isinstance(method, str) or method in ("initialize", "subscriptions/listen"):
+        return True
+    params = message.get("params")
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    if meta is None:
+        return False
+    if not isinstance(meta, dict):
+        return True
+    return meta.get("progressToken") is not None or bool(meta.get(types.LOG_LEVEL_META_KEY))
+
 
 #: Set around one ``tools/call``: where the tool's log records go (thread-safe).
 _call_log_sink: contextvars.ContextVar[Callable[[logging.LogRecord], None] | None]
@@ -160,40 +210,46 @@ def unicode_safe(value: Any) -> Any:
     return value
 
 
-def call_tool_result(result: CallResult, protocol_version: str) -> types.CallToolResult:
-    """The MCP result of a successful call.
+def call_tool_result(result: CallResult, protocol_version: str) -> dict[str, Any]:
+    """The MCP result of a successful call, in its wire form (the SDK validates it on the way
+    out; building its models here first would only be dumped again).
 
     ``content[0]`` is exactly the result window; when more remains, a second text block says how
     long the whole result is and where to read on. A JSON object (or, from 2026-07-28 on, any
     JSON value) is also given as ``structuredContent`` when the whole of it fits the window.
     """
-    content: list[types.ContentBlock] = [types.TextContent(text=unicode_safe(result.text))]
+    content: list[dict[str, Any]] = [{"type": "text", "text": unicode_safe(result.text)}]
     start, end = result.window or (0, result.total_length)
     if result.more:
         content.append(
-            types.TextContent(
-                text=(
+            {
+                "type": "text",
+                "text": (
                     f"[Result window: characters {start}-{end} of {result.total_length}. "
                     f"Call again with resultStart={end} to read on.]"
-                )
-            )
+                ),
+            }
         )
     content.extend(
-        types.ImageContent(data=image.data, mime_type=image.mime_type) for image in result.images
+        {"type": "image", "data": image.data, "mimeType": image.mime_type}
+        for image in result.images
     )
-    structured: Any = None
+    answer: dict[str, Any] = {"content": content, "isError": False, "resultType": "complete"}
     whole = start == 0 and not result.more
     if whole and isinstance(result.value, dict | list):
         if isinstance(result.value, dict) or protocol_version in MODERN_PROTOCOL_VERSIONS:
-            structured = unicode_safe(result.value)
-    return types.CallToolResult(content=content, structured_content=structured)
+            answer["structuredContent"] = unicode_safe(result.value)
+    return answer
 
 
-def error_result(message: str) -> types.CallToolResult:
+def error_result(message: str) -> dict[str, Any]:
     """A tool failure as the agent reads it: an ``isError`` result with the message."""
-    return types.CallToolResult(
-        content=[types.TextContent(text=unicode_safe(message))], is_error=True
-    )
+    return {
+        "content": [{"type": "text", "text": unicode_safe(message)}],
+        "isError": True,
+        # The 2026-07-28 envelope; the SDK leaves it out of legacy answers.
+        "resultType": "complete",
+    }
 
 
 class _Server(Server[Any]):
@@ -356,6 +412,8 @@ class MCPSurface:
         # The standalone channel of each legacy session, for tools/list_changed.
         self._sessions: OrderedDict[str, Any] = OrderedDict()
         self._visible: tuple[str, ...] = ()
+        # The running calls of legacy sessions, by (session id, request id), to cancel.
+        self._calls: dict[tuple[str, str], tuple[anyio.CancelScope, Any]] = {}
         # 2026-07-28 clients hear of changes on a ``subscriptions/listen`` stream.
         self._bus = InMemorySubscriptionBus()
         self._listen = ListenHandler(self._bus)
@@ -369,7 +427,9 @@ class MCPSurface:
                 instructions=INSTRUCTIONS.format(window=ctx.settings.result_window),
                 get_tool_input_schema=self._input_schema,
                 on_list_tools=self._list_tools,
-                on_call_tool=self._call_tool,
+                # The result goes out in its wire form (a dict, which the SDK's runner takes
+                # besides its models): see call_tool_result.
+                on_call_tool=cast(Any, self._call_tool),
                 on_set_logging_level=self._set_level,
                 on_list_prompts=_no_prompts,
                 on_get_prompt=_unknown_prompt,
@@ -387,7 +447,8 @@ class MCPSurface:
         )
         self.manager = StreamableHTTPSessionManager(
             app=self.server,
-            json_response=json_response,
+            # Each request that can produce nothing before its answer gets one JSON body.
+            json_response=True if json_response else cast(bool, _PerRequestJSON()),
             security_settings=security,
             max_request_body_size=max_body_bytes or ctx.settings.max_body_bytes,
         )
@@ -446,12 +507,44 @@ class MCPSurface:
             log.exception("jupyter_mcp: the MCP session manager stopped with an error")
         _stop_sse_shutdown_watcher()
 
-    async def handle(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
-        """ASGI entry for one request to the Streamable HTTP endpoint."""
+    async def handle(
+        self, scope: dict[str, Any], receive: Any, send: Any, *, json_answer: bool = False
+    ) -> None:
+        """ASGI entry for one request to the Streamable HTTP endpoint.
+
+        ``json_answer``: answer with one JSON body, not an event stream (only for a request
+        that :func:`needs_stream` says needs none).
+        """
         # Always through start(): it waits until the manager runs, so a request that arrives
         # while another one's start is still under way does not reach a manager not yet running.
         await self.start()
-        await self.manager.handle_request(scope, receive, send)
+        token = _json_answer.set(json_answer)
+        try:
+            await self.manager.handle_request(scope, receive, send)
+        finally:
+            _json_answer.reset(token)
+
+    def cancel_call(self, session_id: str, request_id: Any, owner: Any = None) -> None:
+        """Stop the call ``request_id`` of legacy session ``session_id`` (its client left).
+
+        ``owner`` is the principal of the request that left (see ``session_owner``): only a
+        call made by the same one is stopped, as the SDK only serves a session to its opener.
+        """
+        found = self._calls.get((session_id, str(request_id)))
+        if found is not None and _principal_id(found[1]) == _principal_id(owner):
+            found[0].cancel()
+
+    def answers_as_json(self, message: Any, session_id: str) -> bool:
+        """Whether a POST of legacy session ``session_id`` is answered as one JSON body.
+
+        Yes unless it :func:`needs_stream`, or it is a call in a session that asked for log
+        lines (``logging/setLevel``): those reach the client on the call's own stream, ahead
+        of its result. Sessions at the default level get the rare warning on their standalone
+        stream instead.
+        """
+        if needs_stream(message):
+            return False
+        return not (message.get("method") == "tools/call" and session_id in self._levels)
 
     # -- resources/read -----------------------------------------------------------------------
 
@@ -483,7 +576,7 @@ class MCPSurface:
         self, rctx: Any, params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
         offset = decode_cursor(params.cursor if params is not None else None)
-        visible = self.registry.visible(self.ctx)
+        visible = self.registry.visible(self.ctx, _toolsets(rctx))
         if offset > len(visible):
             raise MCPError(types.INVALID_PARAMS, "Invalid cursor: past the end of the tool list")
         page = visible[offset : offset + self.page_size]
@@ -495,9 +588,7 @@ class MCPSurface:
 
     # -- tools/call ---------------------------------------------------------------------------
 
-    async def _call_tool(
-        self, rctx: Any, params: types.CallToolRequestParams
-    ) -> types.CallToolResult:
+    async def _call_tool(self, rctx: Any, params: types.CallToolRequestParams) -> dict[str, Any]:
         name = params.name
         if not any(t.name == name for t in self.registry.all()):
             raise MCPError(types.INVALID_PARAMS, f"Unknown tool: {name}")
@@ -506,16 +597,33 @@ class MCPSurface:
         reporter_token = progress_reporter.set(progress.report if progress else None)
         sink_token = _call_log_sink.set(logs.record if logs else None)
         finished = False
+        # A legacy call whose client leaves is cancelled here (see cancel_call); a 2026-07-28
+        # one is cancelled by the SDK, which watches its connection.
+        session = _session_id(rctx)
+        key = None if session is None else (session, str(rctx.request_id))
         try:
-            result = await self.registry.call(
-                name, dict(params.arguments or {}), self.ctx, always_window=True
-            )
-            answer = call_tool_result(result, rctx.protocol_version)
+            with anyio.CancelScope() as scope:
+                if key is not None:
+                    request = getattr(rctx, "request", None)
+                    self._calls[key] = (scope, getattr(request, "scope", {}).get("user"))
+                result = await self.registry.call(
+                    name,
+                    dict(params.arguments or {}),
+                    self.ctx,
+                    always_window=True,
+                    toolsets=_toolsets(rctx),
+                )
+            if scope.cancelled_caught:
+                answer = error_result(f"{name} was stopped: the client went away")
+            else:
+                answer = call_tool_result(result, rctx.protocol_version)
             finished = True
         except ToolError as e:  # the registry turns every failure, bugs too, into one
             answer = error_result(str(e))
             finished = True
         finally:
+            if key is not None:
+                self._calls.pop(key, None)
             progress_reporter.reset(reporter_token)
             _call_log_sink.reset(sink_token)
             for relay in (progress, logs):
@@ -527,6 +635,8 @@ class MCPSurface:
         return answer
 
     def _progress_relay(self, rctx: Any) -> _ProgressRelay | None:
+        if _json_answer.get():
+            return None  # nothing asked for progress (needs_stream)
         meta = rctx.meta or {}
         if meta.get("progressToken") is None and meta.get("progress_token") is None:
             return None
@@ -540,12 +650,15 @@ class MCPSurface:
             threshold: str = "debug"
         else:
             threshold = self._levels.get(_session_id(rctx) or "", _DEFAULT_LEVEL)
+        # A call answered as one JSON body has no stream of its own: its log lines go to the
+        # session's standalone stream instead.
+        related = None if _json_answer.get() else rctx.request_id
 
         async def send(level: types.LoggingLevel, text: str) -> None:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", MCPDeprecationWarning)
                 sending = rctx.session.send_log_message(
-                    level, text, logger="jupyter_mcp", related_request_id=rctx.request_id
+                    level, text, logger="jupyter_mcp", related_request_id=related
                 )
             await sending
 
@@ -622,6 +735,32 @@ def _stop_sse_shutdown_watcher() -> None:
             getattr(getattr(coro, "cr_code", None), "co_filename", "") or ""
         ):
             task.cancel()
+
+
+def _toolsets(rctx: Any) -> frozenset[str] | None:
+    """The tool sets the HTTP request behind ``rctx`` chose (``?toolsets=``, the header).
+
+    The Tornado handler refused a bad choice already; a legacy session's client sends every
+    message to the URL it connected to, so the choice holds for the whole session.
+    """
+    request = getattr(rctx, "request", None)
+    if request is None:
+        return None
+    query = getattr(request, "query_params", None)
+    headers = getattr(request, "headers", None)
+    try:
+        return request_toolsets(
+            query.get("toolsets") if query is not None else None,
+            headers.get(TOOLSETS_HEADER) if headers is not None else None,
+        )
+    except ToolError:  # only when not served by our handler: show nothing, not all
+        return frozenset()
+
+
+def _principal_id(user: Any) -> str | None:
+    """The client id of an SDK user (None for no user: a server without auth)."""
+    token = getattr(user, "access_token", None)
+    return getattr(token, "client_id", None)
 
 
 def _session_id(rctx: Any) -> str | None:

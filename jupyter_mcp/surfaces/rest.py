@@ -9,6 +9,7 @@ the routes are in :mod:`jupyter_mcp.surfaces.routes`.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import time
@@ -82,21 +83,36 @@ class ListToolsHandler(MCPBaseHandler):
     @web.authenticated
     @authorized
     def get(self) -> None:
-        self.send_json(self.registry.listing(self.ctx))
+        self.send_json(self.registry.listing(self.ctx, self.toolsets))
 
 
 class ToolHandler(MCPBaseHandler):
     """``POST /mcp/{tool}``: one call, arguments plain or in a JSON-RPC wrapper."""
 
     stringify_status = False
+    _call: asyncio.Future[CallResult] | None = None
+
+    def on_connection_close(self) -> None:
+        """The client went away: stop its call (a command it started ends with it)."""
+        if self._call is not None:
+            self._call.cancel()
 
     @web.authenticated
     @authorized("execute")  # tools run commands and kernels: more than a write
     async def post(self, tool: str) -> None:
         started = time.perf_counter()
+        toolsets = self.toolsets  # a bad choice is an HTTP 400, not a tool's answer
         try:
             arguments = parse_arguments(self.request.body, self.ctx.settings.max_body_bytes)
-            result = await self.registry.call(tool, arguments, self.ctx)
+            self._call = asyncio.ensure_future(
+                self.registry.call(tool, arguments, self.ctx, toolsets=toolsets)
+            )
+            result = await self._call
+        except asyncio.CancelledError:
+            if self._call is not None and self._call.cancelled():
+                self.log.info("jupyter_mcp: %s stopped: the client went away", tool)
+                return  # nobody left to answer
+            raise
         except ToolError as e:
             self.log.info("jupyter_mcp: %s failed: %s", tool, e)
             self.send_json({"status": None, "error": str(e)})

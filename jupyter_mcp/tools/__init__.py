@@ -6,7 +6,8 @@ import importlib
 
 from ..core.registry import Tool
 
-#: Modules under ``jupyter_mcp.tools`` that declare ``tools = ToolSet()``.
+#: Modules under ``jupyter_mcp.tools`` that declare ``tools = ToolSet("<tool set>")``; the
+#: tool set named there (one of ``core.registry.TOOLSETS``) is each of their tools' set.
 TOOL_MODULES = [
     "files",
     "project",

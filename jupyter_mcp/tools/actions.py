@@ -16,7 +16,7 @@ from ..core.errors import ToolError
 from ..core.registry import ToolSet
 from ..lab.editor import connected_editor
 
-tools = ToolSet()
+tools = ToolSet("actions")
 
 NO_WINDOW = (
     "No JupyterLab window is connected, so there are no actions; open JupyterLab in a "

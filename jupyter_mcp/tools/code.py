@@ -1,4 +1,4 @@
-"""Code tools: symbols of a file, references of a symbol, refactorings.
+"""Code tools: symbols of a file, references of a symbol, refactorings, a file's problems.
 
 The work is jedi's (see :mod:`jupyter_mcp.code.engine`); positions are 0-based lines and
 characters of the file's text view, so a notebook's positions are those of the percent-format
@@ -9,13 +9,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..code.client import apply_changes, load_source, timeout
+from ..code.client import (
+    apply_changes,
+    load_source,
+    problem_input,
+    python_files_under,
+    timeout,
+)
 from ..code.engine import REFACTOR_TYPES, Source, check_identifier, check_position
 from ..core.context import ToolContext
 from ..core.errors import ToolError
 from ..core.registry import ToolSet
 
-tools = ToolSet()
+tools = ToolSet("code")
 
 PATH = {
     "type": "string",
@@ -207,3 +213,84 @@ def _message(kind: str, new_name: str | None, edits: int, changed: list[str]) ->
     if kind == "extract_function":
         return f"Successfully extracted function {new_name} ({edits} {edit_word} in {files})"
     return f"Successfully inlined the variable ({edits} {edit_word} in {files})"
+
+
+#: How many files ``get_file_problems`` checks in a folder when ``maxFiles`` is not given.
+MAX_PROBLEM_FILES = 200
+
+
+@tools.tool(
+    "get_file_problems",
+    "Get the problems of a Python file or notebook: syntax errors, undefined names, unused "
+    "imports and variables, redefinitions (pyflakes; the code is read, never run). Lines and "
+    "characters are 0-based in the file's text view; a notebook's problems also have the "
+    "cellId and the line inside the cell (cellLine). A notebook is checked as run from the "
+    "top: names defined in earlier cells count, a name defined only in a later cell is an "
+    "error (DefinedInLaterCell), cells that ran out of order are a warning "
+    "(ExecutedOutOfOrder), IPython magics and shell lines are understood. Given a folder "
+    "(or '.' for the project), checks its Python files and notebooks, at most maxFiles.",
+    {
+        "pathInProject": {
+            "type": "string",
+            "description": (
+                "Path of a Python file (.py), a notebook (.ipynb) or a folder, relative to "
+                "the project root."
+            ),
+        },
+        "maxFiles": {
+            "type": "integer",
+            "minimum": 1,
+            "description": f"Folders: check at most this many files (default {MAX_PROBLEM_FILES}).",
+        },
+    },
+    required=["pathInProject"],
+    read_only=True,
+    idempotent=True,
+    title="Get file problems",
+)
+def get_file_problems(
+    ctx: ToolContext, pathInProject: str, maxFiles: int | None = None
+) -> dict[str, Any]:
+    """The problems of a file, or of the files of a folder (each problem with its path)."""
+    path = ctx.resolve(pathInProject, must_exist=True)
+    intel = ctx.services.code.intel()
+    if not path.is_dir():
+        found = intel.call(
+            "problems",
+            [problem_input(ctx, pathInProject)],
+            timeout=timeout(ctx),
+            what=f"Checking {ctx.relative(path)}",
+        )
+        return {"problems": found[0]}
+    if maxFiles is not None and (not isinstance(maxFiles, int) or maxFiles < 1):
+        raise ToolError("maxFiles must be a positive integer")
+    limit = maxFiles or MAX_PROBLEM_FILES
+    files = python_files_under(ctx, path)
+    inputs = []
+    skipped = []
+    for file in files[:limit]:
+        try:
+            inputs.append(problem_input(ctx, ctx.relative(file)))
+        except ToolError as e:  # another language's notebook, an unreadable file
+            skipped.append({"path": ctx.relative(file), "reason": e.message})
+    found = intel.call(
+        "problems", inputs, timeout=timeout(ctx), what=f"Checking the files of {ctx.relative(path)}"
+    )
+    problems = [
+        {"path": source.shown, **problem}
+        for (source, _, _), file_problems in zip(inputs, found, strict=True)
+        for problem in file_problems
+    ]
+    result: dict[str, Any] = {
+        "problems": problems,
+        "filesChecked": len(inputs),
+        "truncated": len(files) > limit,
+    }
+    if skipped:
+        result["skipped"] = skipped
+    if len(files) > limit:
+        result["message"] = (
+            f"Checked the first {limit} of {len(files)} files (by path); raise maxFiles or "
+            "name a subfolder for the others"
+        )
+    return result

@@ -18,7 +18,7 @@ from ..documents.files import read_text
 from ..kernels.debugger import EXCEPTION_FILTERS
 from ..lab.notebooks import open_notebook
 
-tools = ToolSet()
+tools = ToolSet("debug")
 
 
 @tools.tool(

@@ -17,7 +17,7 @@ from ..core.registry import ToolSet
 from ..documents.notebook_view import apply_view
 from ..lab.editor import NoWindowError, connected_editor
 
-tools = ToolSet()
+tools = ToolSet("editor")
 
 NO_WINDOW = (
     "No JupyterLab window is connected, so there is no active editor; open JupyterLab in a "

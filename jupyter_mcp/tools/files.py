@@ -17,7 +17,7 @@ from ..core.paths import is_inside
 from ..core.registry import ToolSet
 from ..documents.files import edit_text, read_text, transaction
 
-tools = ToolSet()
+tools = ToolSet("files")
 
 PATH = {
     "type": "string",

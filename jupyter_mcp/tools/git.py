@@ -21,7 +21,7 @@ from ..core.registry import ToolSet
 from ..documents.files import notify_written, transaction
 from ..git.repo import GitProject, open_repository
 
-tools = ToolSet()
+tools = ToolSet("git")
 
 READ: dict[str, Any] = {"read_only": True, "idempotent": True}
 

@@ -25,7 +25,7 @@ from ..kernels.runner import (
 from ..kernels.sessions import notebook_kernel
 from ..lab.notebooks import notebook_path, open_notebook
 
-tools = ToolSet()
+tools = ToolSet("kernels")
 
 NOTEBOOK = {
     "type": "string",

@@ -22,7 +22,7 @@ from ..lab.notebooks import (
     open_notebook,
 )
 
-tools = ToolSet()
+tools = ToolSet("notebooks")
 
 PATH = {
     "type": "string",
@@ -211,7 +211,8 @@ async def edit_notebook_cell(
     "deleted.",
     {
         "pathInProject": PATH,
-        "cellIds": {"type": "array", "items": {"type": "string"}, "minItems": 1},
+        # An empty list is refused by the tool itself, with the other fields checked first.
+        "cellIds": {"type": "array", "items": {"type": "string"}, "description": "At least one."},
     },
     required=["cellIds"],
     title="Delete notebook cells",

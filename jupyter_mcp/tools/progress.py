@@ -14,7 +14,7 @@ from ..core.context import ToolContext
 from ..core.registry import ToolSet
 from ..execution.processes import Activity
 
-tools = ToolSet()
+tools = ToolSet("runs")  # what runs: run configurations, commands, busy kernels
 
 
 async def _kernel_paths(ctx: ToolContext) -> dict[str, str]:

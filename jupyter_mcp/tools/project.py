@@ -14,7 +14,7 @@ from ..project.detect import (
     python_dependencies,
 )
 
-tools = ToolSet()
+tools = ToolSet("project")
 
 
 @tools.tool(

@@ -15,7 +15,7 @@ from ..core.errors import ToolError
 from ..core.registry import ToolSet
 from ..execution.run_configs import RunConfig, discover
 
-tools = ToolSet()
+tools = ToolSet("runs")
 
 #: Longest wait ``get_run_output`` accepts (milliseconds).
 MAX_WAIT_MS = 300_000

@@ -16,7 +16,7 @@ from ..core.context import ToolContext
 from ..core.registry import ToolSet
 from ..search.engine import DEFAULT_MAX_RESULTS, Query, globs
 
-tools = ToolSet()
+tools = ToolSet("search")
 
 GLOBS = {"type": ["array", "string"], "items": {"type": "string"}}
 MAX_RESULTS = {"type": "integer", "minimum": 1, "maximum": 100000, "default": DEFAULT_MAX_RESULTS}

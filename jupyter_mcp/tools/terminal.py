@@ -25,7 +25,7 @@ from ..execution.processes import (
 )
 from ..execution.terminal import TERMINAL_NAME
 
-tools = ToolSet()
+tools = ToolSet("terminal")
 
 #: Longest wait the ``wait`` tool and the terminal waits accept (milliseconds).
 MAX_WAIT_MS = 300_000
@@ -224,7 +224,7 @@ async def run_command_on_background(
 @tools.tool(
     "wait",
     f"Wait for a specified number of milliseconds before continuing (at most {MAX_WAIT_MS}). "
-    "The server keeps serving other calls meanwhile.",
+    "The server keeps serving other calls meanwhile; progress is reported every second.",
     {
         "milliseconds": {
             "type": "number",
@@ -240,7 +240,13 @@ async def run_command_on_background(
 async def wait(ctx: ToolContext, milliseconds: float) -> dict[str, str]:
     """Sleep without blocking the server; ``{"status": "completed", "message": …}``."""
     _ms(milliseconds, "milliseconds", MAX_WAIT_MS)
-    await asyncio.sleep(milliseconds / 1000)
+    # In steps of at most a second, each reported, so a client sees a long wait advance.
+    loop = asyncio.get_running_loop()
+    start = loop.time()
+    while (waited := (loop.time() - start) * 1000) < milliseconds:
+        await asyncio.sleep(min(1000.0, milliseconds - waited) / 1000)
+        done = min(milliseconds, (loop.time() - start) * 1000)
+        ctx.report_progress(done, milliseconds, f"waited {done / 1000:.1f} s")
     shown = int(milliseconds) if float(milliseconds).is_integer() else milliseconds
     return {"status": "completed", "message": f"Waited for {shown} milliseconds"}
 

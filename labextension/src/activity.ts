@@ -54,7 +54,12 @@ export class MCPStatus extends Widget {
     if (!this._connection.isConnected) {
       text = 'MCP: offline';
     } else if (this._last && Date.now() - this._last.at < AGENT_RECENT_MS) {
-      text = `MCP: agent connected · last: ${this._last.tool}${this._last.ok ? '' : ' (failed)'}`;
+      const outcome = this._last.running
+        ? ' (running)'
+        : this._last.ok
+          ? ''
+          : ' (failed)';
+      text = `MCP: agent connected · last: ${this._last.tool}${outcome}`;
     } else {
       text = 'MCP: ready';
     }
@@ -72,7 +77,8 @@ export class MCPStatus extends Widget {
 }
 
 /**
- * The activity panel: recent tool calls, newest first.
+ * The activity panel: recent tool calls, newest first. A call that runs for a while shows as
+ * running (with its time so far) until its outcome replaces the entry.
  */
 export class ActivityPanel extends Widget {
   constructor(connection: LabSocket) {
@@ -91,43 +97,127 @@ export class ActivityPanel extends Widget {
     this._list.className = 'jp-MCP-activity-list';
     this.node.append(header, this._empty, this._list);
     connection.activity.connect((_, record) => this.add(record));
+    connection.welcomed.connect((_, records) => this._resync(records));
+    this._timer = window.setInterval(() => this._tick(), 1000);
   }
 
   /**
-   * Add one call at the top.
+   * Add one call at the top, or put its outcome in place of its running entry.
    */
   add(record: IActivityRecord): void {
-    const item = document.createElement('li');
-    item.className = `jp-MCP-activity-item ${record.ok ? 'jp-mod-ok' : 'jp-mod-error'}`;
-    const head = document.createElement('div');
-    head.className = 'jp-MCP-activity-head';
-    const tool = document.createElement('span');
-    tool.className = 'jp-MCP-activity-tool';
-    tool.textContent = record.tool;
-    const meta = document.createElement('span');
-    meta.className = 'jp-MCP-activity-meta';
-    meta.textContent = `${formatDuration(record.durationMs)} · ${new Date(record.at).toLocaleTimeString()}`;
-    head.append(tool, meta);
-    item.append(head);
-    if (record.arguments) {
-      const args = document.createElement('div');
-      args.className = 'jp-MCP-activity-arguments';
-      args.textContent = record.arguments;
-      item.append(args);
+    const item = render(record);
+    const previous = record.id ? this._running.get(record.id) : undefined;
+    if (previous?.isConnected) {
+      previous.replaceWith(item);
+    } else {
+      this._list.prepend(item);
     }
-    const result = document.createElement('div');
-    result.className = 'jp-MCP-activity-result';
-    result.textContent = record.ok ? 'ok' : `error: ${record.error ?? ''}`;
-    item.append(result);
-    this._list.prepend(item);
+    if (record.id) {
+      if (record.running) {
+        this._running.set(record.id, item);
+      } else {
+        this._running.delete(record.id);
+      }
+    }
     while (this._list.children.length > MAX_ROWS) {
       this._list.lastElementChild?.remove();
     }
     this._empty.hidden = true;
   }
 
+  dispose(): void {
+    window.clearInterval(this._timer);
+    super.dispose();
+  }
+
+  /**
+   * After a (re)connection: a call shown as running that the server no longer runs, and whose
+   * outcome never came (the server restarted), ended without this window seeing how.
+   */
+  private _resync(records: IActivityRecord[]): void {
+    const running = new Set(
+      records.filter(r => r.running && r.id).map(r => r.id)
+    );
+    for (const [id, item] of [...this._running]) {
+      if (!running.has(id)) {
+        this._running.delete(id);
+        item.classList.remove('jp-mod-running');
+        const result = item.querySelector('.jp-MCP-activity-result');
+        if (result) {
+          result.textContent = 'ended; its outcome was not received';
+        }
+      }
+    }
+  }
+
+  /**
+   * Advance the time shown on running entries.
+   */
+  private _tick(): void {
+    for (const item of this._running.values()) {
+      const since = Number(item.dataset.runningSince);
+      const duration = item.querySelector('.jp-MCP-activity-duration');
+      if (duration && since) {
+        duration.textContent = `running ${formatDuration(Date.now() - since)}`;
+      }
+    }
+  }
+
   private _list: HTMLUListElement;
   private _empty: HTMLParagraphElement;
+  private _running = new Map<string, HTMLLIElement>();
+  private _timer: number;
+}
+
+/**
+ * One entry: the tool and, beside it (below it when the name is long), its duration and time;
+ * then the arguments and the outcome. Every part wraps, so nothing is cut in a narrow sidebar.
+ */
+function render(record: IActivityRecord): HTMLLIElement {
+  const item = document.createElement('li');
+  const state = record.running
+    ? 'jp-mod-running'
+    : record.ok
+      ? 'jp-mod-ok'
+      : 'jp-mod-error';
+  item.className = `jp-MCP-activity-item ${state}`;
+  const head = document.createElement('div');
+  head.className = 'jp-MCP-activity-head';
+  const tool = document.createElement('span');
+  tool.className = 'jp-MCP-activity-tool';
+  tool.textContent = record.tool;
+  const meta = document.createElement('span');
+  meta.className = 'jp-MCP-activity-meta';
+  const duration = document.createElement('span');
+  duration.className = 'jp-MCP-activity-duration';
+  duration.textContent = record.running
+    ? `running ${formatDuration(record.durationMs)}`
+    : formatDuration(record.durationMs);
+  const time = document.createElement('span');
+  time.className = 'jp-MCP-activity-time';
+  time.textContent = new Date(record.at).toLocaleTimeString();
+  meta.append(duration, ' · ', time);
+  head.append(tool, meta);
+  item.append(head);
+  if (record.arguments) {
+    const args = document.createElement('div');
+    args.className = 'jp-MCP-activity-arguments';
+    args.textContent = record.arguments;
+    item.append(args);
+  }
+  const result = document.createElement('div');
+  result.className = 'jp-MCP-activity-result';
+  result.textContent = record.running
+    ? 'running…'
+    : record.ok
+      ? 'ok'
+      : `error: ${record.error ?? ''}`;
+  item.append(result);
+  if (record.running) {
+    // The window's own clock from here on: the server's may differ.
+    item.dataset.runningSince = String(Date.now() - record.durationMs);
+  }
+  return item;
 }
 
 function formatDuration(ms: number): string {

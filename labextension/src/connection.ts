@@ -61,6 +61,14 @@ export class LabSocket {
   }
 
   /**
+   * Emitted after the history of each (re)connection, with that history: calls running then
+   * are among it, marked running.
+   */
+  get welcomed(): ISignal<this, IActivityRecord[]> {
+    return this._welcomed;
+  }
+
+  /**
    * Emitted when the server asks to reload a document written by a tool.
    */
   get reloadRequested(): ISignal<this, string> {
@@ -207,10 +215,12 @@ export class LabSocket {
         break;
       case 'welcome':
         for (const record of message.activity) {
-          if (record.at > this._lastSeen) {
+          // A running call is shown again: it may have started before the window left.
+          if (record.at > this._lastSeen || record.running) {
             this._activity.emit(record);
           }
         }
+        this._welcomed.emit(message.activity);
         break;
     }
     if (message.type === 'activity') {
@@ -277,6 +287,7 @@ export class LabSocket {
   private _stateProvider: (() => IStateMessage) | null = null;
   private _connectedChanged = new Signal<this, boolean>(this);
   private _activity = new Signal<this, IActivityRecord>(this);
+  private _welcomed = new Signal<this, IActivityRecord[]>(this);
   private _reloadRequested = new Signal<this, string>(this);
   private _cancelled = new Signal<this, number>(this);
   private _breakpoints = new Signal<this, unknown[]>(this);

@@ -3,7 +3,11 @@
  * live model (unsaved edits included), changed in one undoable transaction per tool call,
  * and a running cell's outputs shown as they arrive.
  */
+// Types only (erased at build): the classes come from JupyterLab's shared packages.
+import type { ICodeCellModel } from '@jupyterlab/cells';
+import type * as nbformat from '@jupyterlab/nbformat';
 import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
+import type { IOutputAreaModel } from '@jupyterlab/outputarea';
 import type {
   ISharedCell,
   ISharedCodeCell,
@@ -108,30 +112,44 @@ export class LiveNotebooks {
    * far, `finished` sets its execution count. Not undoable, as when the user runs a cell.
    */
   async run(params: RequestParams<'notebookRun'>): Promise<unknown> {
-    const shared = await this._shared(params.path);
-    if (!shared) {
+    const panel = this._panel(params.path);
+    if (!panel) {
       return null;
     }
-    const cell = shared.cells.find(c => c.id === params.cellId);
-    if (!cell || cell.cell_type !== 'code') {
+    await panel.context.ready;
+    const model = this._codeCell(panel, params.cellId);
+    if (!model) {
       throw new Error(
         `${params.path} has no code cell with id ${params.cellId}`
       );
     }
-    const code = cell as ISharedCodeCell;
+    // Through the cell's output area, as JupyterLab's own execution writes outputs: it keeps
+    // the shared model in step (writing the shared outputs directly would be merged twice).
     if (params.outputs) {
-      showOutputs(code, params.outputs as any[]);
+      showOutputs(model.outputs, params.outputs as nbformat.IOutput[]);
     }
-    shared.transact(() => {
-      if (params.state === 'started') {
-        code.execution_count = null;
-        code.executionState = 'running';
-      } else if (params.state === 'finished') {
-        code.execution_count = params.executionCount ?? null;
-        code.executionState = 'idle';
-      }
-    }, false);
+    if (params.state === 'started') {
+      model.executionCount = null;
+      model.executionState = 'running';
+    } else if (params.state === 'finished') {
+      model.executionCount = params.executionCount ?? null;
+      model.executionState = 'idle';
+    }
     return true;
+  }
+
+  private _codeCell(panel: NotebookPanel, id: string): ICodeCellModel | null {
+    const cells = panel.content.model?.cells;
+    if (!cells) {
+      return null;
+    }
+    for (let i = 0; i < cells.length; i++) {
+      const cell = cells.get(i);
+      if (cell.id === id) {
+        return cell.type === 'code' ? (cell as ICodeCellModel) : null;
+      }
+    }
+    return null;
   }
 
   private async _shared(path: string): Promise<ISharedNotebook | null> {
@@ -155,6 +173,29 @@ export class LiveNotebooks {
       }
     });
     return found;
+  }
+}
+
+/**
+ * Make the output area show `outputs`: outputs that did not change stay (no re-rendering),
+ * the rest are set or added; fewer outputs than shown (a clear_output) start afresh.
+ */
+function showOutputs(
+  area: IOutputAreaModel,
+  outputs: nbformat.IOutput[]
+): void {
+  const shown = area.toJSON();
+  if (outputs.length < shown.length) {
+    area.clear();
+  }
+  for (let i = 0; i < outputs.length; i++) {
+    if (i < area.length) {
+      if (JSON.stringify(shown[i]) !== JSON.stringify(outputs[i])) {
+        area.set(i, outputs[i]);
+      }
+    } else {
+      area.add(outputs[i]);
+    }
   }
 }
 
@@ -218,56 +259,5 @@ function applyOp(shared: ISharedNotebook, op: Op): void {
       cell.execution_count = op.execution_count;
       break;
     }
-  }
-}
-
-/**
- * A shared code cell that can append to a stream output in place (@jupyter/ydoc's YCodeCell).
- */
-type IStreamingCodeCell = ISharedCodeCell & {
-  appendStreamOutput?: (index: number, text: string) => void;
-};
-
-/**
- * Bring a running cell's outputs to `next` with as few changes as possible: identical
- * leading outputs stay, a stream that grew gets the new text appended, the rest is removed
- * and then added. Replacing all outputs in one change would not do: JupyterLab applies a
- * replacement as "add the new, then remove the old", and adding a stream next to a stream
- * of the same name merges the two, so the old and new text would both be removed.
- */
-function showOutputs(code: IStreamingCodeCell, next: any[]): void {
-  const old = code.getOutputs() as any[];
-  let same = 0;
-  while (
-    same < old.length &&
-    same < next.length &&
-    JSON.stringify(old[same]) === JSON.stringify(next[same])
-  ) {
-    same++;
-  }
-  if (same === old.length - 1 && same < next.length) {
-    const before = old[same];
-    const after = next[same];
-    const text = (value: any): string =>
-      Array.isArray(value) ? value.join('') : String(value ?? '');
-    if (
-      code.appendStreamOutput !== undefined &&
-      before.output_type === 'stream' &&
-      after.output_type === 'stream' &&
-      before.name === after.name &&
-      text(after.text).startsWith(text(before.text))
-    ) {
-      const grown = text(after.text).slice(text(before.text).length);
-      if (grown) {
-        code.appendStreamOutput(same, grown);
-      }
-      same++;
-    }
-  }
-  if (same < old.length) {
-    code.updateOutputs(same, old.length, []);
-  }
-  if (same < next.length) {
-    code.updateOutputs(same, same, next.slice(same));
   }
 }

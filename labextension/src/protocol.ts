@@ -104,6 +104,14 @@ export interface IResponseMessage {
  * One finished tool call, for the activity panel.
  */
 export interface IActivityRecord {
+  /**
+   * The call's id: its running entry and its outcome share it.
+   */
+  id?: string | null;
+  /**
+   * True while the call runs (its outcome replaces this entry).
+   */
+  running?: boolean;
   tool: string;
   arguments: string;
   ok: boolean;

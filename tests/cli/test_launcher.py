@@ -1,4 +1,4 @@
-"""``jupyter_mcp.stdio_command()`` and ``jupyter mcp stdio-command``: the relay's argv."""
+"""``jupyter_mcp.stdio_command()`` and ``jupyter mcp-ide stdio-command``: the relay's argv."""
 
 from __future__ import annotations
 
@@ -77,3 +77,16 @@ async def test_cli_prints_the_argv_as_json(
     assert main(["stdio-command", "--root", str(jp_root_dir)]) == 0
     printed = json.loads(capsys.readouterr().out)
     assert printed == jupyter_mcp.stdio_command(jp_root_dir)
+
+
+async def test_the_argv_can_choose_tool_sets(
+    jp_fetch: Any, jp_root_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    await jp_fetch("mcp", "status", method="GET")
+    argv = jupyter_mcp.stdio_command(jp_root_dir, toolsets="git files")
+    assert argv is not None
+    assert argv[-5:] == ["stdio", "--root", str(jp_root_dir.resolve()), "--toolsets", "files,git"]
+    assert main(["stdio-command", "--root", str(jp_root_dir), "--toolsets", "git,files"]) == 0
+    assert json.loads(capsys.readouterr().out) == argv
+    assert main(["stdio-command", "--root", str(jp_root_dir), "--toolsets", "gits"]) == 2
+    assert "Unknown tool set 'gits'" in capsys.readouterr().err

@@ -1,4 +1,4 @@
-"""The stdio relay (``jupyter-mcp stdio``) driven by the official SDK's stdio client.
+"""The stdio relay (``jupyter-mcp-ide stdio``) driven by the official SDK's stdio client.
 
 The relay is a real subprocess that finds the test server through its runtime file (no
 ``--url``/``--token``), relaying to the server that runs in this test's event loop.
@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -17,10 +16,22 @@ import anyio
 import pytest
 from mcp import Client, StdioServerParameters
 
+from jupyter_mcp.cli.launcher import relay_launcher
 from jupyter_mcp.core.context import ToolContext
 from jupyter_mcp.core.registry import Tool
 
-RELAY = str(Path(sys.executable).parent / "jupyter-mcp")
+# The console script when this environment has it installed, else ``python -m jupyter_mcp.cli``.
+RELAY, *RELAY_ARGS = relay_launcher()
+#: The relay runs the code under test: this checkout when PYTHONPATH puts it first.
+RELAY_ENV = (
+    {
+        "PYTHONPATH": os.pathsep.join(
+            map(os.path.abspath, os.environ["PYTHONPATH"].split(os.pathsep))
+        )
+    }
+    if os.environ.get("PYTHONPATH")
+    else {}
+)
 
 
 @pytest.fixture
@@ -40,9 +51,9 @@ def relay_params(runtime_dir: str, jp_root_dir: Path, tmp_path: Path):  # type: 
     def _params(*args: str, cwd: Path = project_sub) -> StdioServerParameters:
         return StdioServerParameters(
             command=RELAY,
-            args=list(args) or ["stdio"],
+            args=[*RELAY_ARGS, *(args or ["stdio"])],
             cwd=str(cwd),
-            env={"JUPYTER_RUNTIME_DIR": runtime_dir},
+            env={"JUPYTER_RUNTIME_DIR": runtime_dir, **RELAY_ENV},
         )
 
     return _params
@@ -91,6 +102,46 @@ async def test_relay_finds_the_server_and_relays_both_eras(
     assert len(found.content[0].text) == 8000
     assert "resultStart=8000" in found.content[1].text
     assert missing.is_error is True and "nope.md" in missing.content[0].text
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_relay_serves_only_the_chosen_toolsets(
+    relay_params, errlog, mcp_app, jp_root_dir, mode
+):
+    (jp_root_dir / "a.txt").write_text("hello\n")
+    params = relay_params("stdio", "--toolsets", "search,git")
+
+    async with Client(stdio_client_for(params, errlog), mode=mode) as client:
+        names = [t.name for t in await list_all(client)]
+        refused = await client.call_tool("get_file_text_by_path", {"pathInProject": "a.txt"})
+        found = await client.call_tool("find_files_by_name_substring", {"nameSubstring": "a.t"})
+
+    ctx = mcp_app.tool_context
+    assert names == [t.name for t in mcp_app.registry.visible(ctx, frozenset({"git", "search"}))]
+    assert {t.toolset for t in mcp_app.registry.all() if t.name in names} == {"git", "search"}
+    assert refused.is_error is True
+    assert "not among the chosen toolsets (git, search)" in refused.content[0].text
+    assert found.is_error is False and "a.txt" in found.content[0].text
+
+
+async def test_relay_refuses_an_unknown_toolset_before_connecting(tmp_path):
+    process = await asyncio.create_subprocess_exec(
+        RELAY,
+        *RELAY_ARGS,
+        "stdio",
+        "--url",
+        "http://127.0.0.1:9/",
+        "--toolsets",
+        "files,gti",
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    stdout, stderr = await asyncio.wait_for(process.communicate(b""), 60)
+
+    assert process.returncode == 2
+    assert stdout == b""
+    assert b"Unknown tool set 'gti' in toolsets" in stderr
 
 
 @pytest.mark.parametrize("mode", ["legacy", "auto"])
@@ -154,6 +205,7 @@ async def test_relay_without_a_running_server_says_so(tmp_path):
     env = {**os.environ, "JUPYTER_RUNTIME_DIR": str(empty_runtime)}
     process = await asyncio.create_subprocess_exec(
         RELAY,
+        *RELAY_ARGS,
         "stdio",
         cwd=tmp_path,
         env=env,
@@ -182,6 +234,7 @@ async def test_relay_reports_an_unreachable_server_as_an_error_answer(tmp_path):
     }
     process = await asyncio.create_subprocess_exec(
         RELAY,
+        *RELAY_ARGS,
         "stdio",
         "--url",
         "http://127.0.0.1:9/",
@@ -199,3 +252,26 @@ async def test_relay_reports_an_unreachable_server_as_an_error_answer(tmp_path):
     assert answer["id"] == 7
     assert "unreachable" in answer["error"]["message"]
     assert process.returncode == 0
+
+
+async def test_relay_opens_a_new_session_when_the_server_lost_its_own(
+    relay_params, errlog, mcp_app, jp_root_dir, jp_serverapp
+):
+    from jupyter_mcp.surfaces.mcp import MCPSurface, allowed_hosts
+
+    (jp_root_dir / "kept.txt").write_text("still here\n")
+    services = mcp_app.tool_context.services
+
+    async with Client(stdio_client_for(relay_params(), errlog), mode="legacy") as client:
+        before = await client.call_tool("get_file_text_by_path", {"pathInProject": "kept.txt"})
+        # What a restarted server has: the same routes, no memory of the relay's session.
+        await services.mcp_surface.stop()
+        services.mcp_surface = MCPSurface(
+            mcp_app.registry, mcp_app.tool_context, allowed_hosts=allowed_hosts(jp_serverapp)
+        )
+        after = await client.call_tool("get_file_text_by_path", {"pathInProject": "kept.txt"})
+        listed = await client.list_tools()
+
+    assert before.is_error is False and after.is_error is False
+    assert "still here" in after.content[0].text
+    assert listed.tools

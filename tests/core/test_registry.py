@@ -9,13 +9,20 @@ import pytest
 
 from jupyter_mcp.core.context import Settings, ToolContext
 from jupyter_mcp.core.errors import ToolError
-from jupyter_mcp.core.registry import Registry, ToolSet
+from jupyter_mcp.core.registry import (
+    TOOLSETS,
+    Registry,
+    ToolSet,
+    current_call_id,
+    parse_toolsets,
+    request_toolsets,
+)
 from jupyter_mcp.services import build_services
 
 
 def make_registry() -> tuple[Registry, dict[str, object]]:
     seen: dict[str, object] = {}
-    tools = ToolSet()
+    tools = ToolSet("files")
 
     @tools.tool(
         "echo",
@@ -153,7 +160,7 @@ def test_tool_names_are_unique():
 
 
 def test_unexpected_exceptions_become_tool_errors(ctx):
-    tools = ToolSet()
+    tools = ToolSet("files")
 
     @tools.tool("broken", "Always raises.")
     def broken(ctx: ToolContext) -> str:
@@ -215,7 +222,7 @@ def test_pictures_go_with_the_value_and_with_the_first_window_only(ctx):
     from jupyter_mcp.core.registry import Image, WithImages
     from jupyter_mcp.surfaces.mcp import call_tool_result
 
-    tools = ToolSet()
+    tools = ToolSet("files")
     picture = Image(mime_type="image/png", data="iVBORw0K")
 
     @tools.tool("plot", "Draw.", read_only=True)
@@ -228,6 +235,74 @@ def test_pictures_go_with_the_value_and_with_the_first_window_only(ctx):
     first = asyncio.run(registry.call("plot", {"resultStart": 0, "resultEnd": 20}, ctx))
     rest = asyncio.run(registry.call("plot", {"resultStart": 20}, ctx))
     assert first.images == [picture] and rest.images == []
-    blocks = call_tool_result(whole, "2025-06-18").content
-    assert [b.type for b in blocks] == ["text", "image"]
-    assert blocks[1].data == "iVBORw0K" and blocks[1].mime_type == "image/png"
+    blocks = call_tool_result(whole, "2025-06-18")["content"]
+    assert [b["type"] for b in blocks] == ["text", "image"]
+    assert blocks[1] == {"type": "image", "data": "iVBORw0K", "mimeType": "image/png"}
+
+
+def test_a_tool_set_name_must_be_known():
+    with pytest.raises(ValueError, match="Unknown tool set 'notebook'; the tool sets are files,"):
+        ToolSet("notebook")
+
+
+def test_each_builtin_module_declares_its_tools_set():
+    from importlib import import_module
+
+    from jupyter_mcp.tools import TOOL_MODULES
+
+    for module in TOOL_MODULES:
+        declared = import_module(f"jupyter_mcp.tools.{module}").tools
+        assert declared.name in TOOLSETS and declared.tools, module
+        assert {tool.toolset for tool in declared} == {declared.name}, module
+
+
+def test_parse_toolsets_names_what_is_wrong():
+    assert parse_toolsets("files, git  search") == frozenset({"files", "git", "search"})
+    with pytest.raises(ToolError, match="^toolsets names no tool set; choose from files, editor"):
+        parse_toolsets(" , ")
+    with pytest.raises(ToolError, match="^Unknown tool sets 'gti', 'x' in toolsets"):
+        parse_toolsets("gti,files,x")
+    assert request_toolsets(None, None) is None
+    assert request_toolsets("files,git", "git,search") == frozenset({"git"})
+
+
+def test_server_and_connection_tool_sets_hide_and_refuse(ctx):
+    registry, _ = make_registry()
+    git = ToolSet("git")
+
+    @git.tool("status", "Git status.", read_only=True)
+    def status(ctx: ToolContext) -> str:
+        return "clean"
+
+    for tool in git:
+        registry.add(tool)
+    files_only = frozenset({"files"})
+    assert [t.name for t in registry.visible(ctx, files_only)] == ["echo", "shout", "merge"]
+    with pytest.raises(ToolError) as refused:
+        run(registry.call("status", {}, ctx, toolsets=files_only))
+    assert str(refused.value) == (
+        "Tool status is not available on this connection: its tool set git is not among the "
+        "chosen toolsets (files)"
+    )
+    assert run(registry.call("status", {}, ctx, toolsets=frozenset({"git"}))).value == "clean"
+
+    ctx.settings = Settings(toolsets=frozenset({"git"}))
+    assert [t.name for t in registry.visible(ctx)] == ["status"]
+    assert registry.visible(ctx, files_only) == []
+    with pytest.raises(ToolError, match="echo is disabled on this server .its tool set files"):
+        run(registry.call("echo", {"text": "a"}, ctx))
+
+
+def test_start_and_end_of_a_call_share_its_id(ctx):
+    registry, _ = make_registry()
+    events: list[tuple[object, ...]] = []
+    registry.start_observers.append(lambda call_id, name, args: events.append(("start", call_id)))
+    registry.observers.append(
+        lambda name, args, ok, error, ms: events.append(("end", current_call_id.get(), ok))
+    )
+    run(registry.call("echo", {"text": "a"}, ctx))
+    with pytest.raises(ToolError):
+        run(registry.call("no_such_tool", {}, ctx))
+
+    assert events == [("start", 1), ("end", 1, True), ("start", 2), ("end", 2, False)]
+    assert current_call_id.get() is None  # outside a call

@@ -216,3 +216,25 @@ def test_carriage_returns_redraw_their_line() -> None:
     for part in ["10%\r", "50%\r", "100%\n"]:
         run.add({"output_type": "stream", "name": "stdout", "text": part})
     assert run.outputs == [{"output_type": "stream", "name": "stdout", "text": "100%\n"}]
+
+
+async def test_binary_junk_and_lone_surrogates_in_outputs_keep_the_notebook_loadable(
+    tmp_path: Path,
+) -> None:
+    ctx = _context(tmp_path)
+    path = tmp_path / "n.ipynb"
+    _write(path, "print(junk)")
+    cell_id = nbformat.read(path, as_version=4).cells[0].id
+    doc = FileNotebook(ctx, path, "n.ipynb")
+    await doc.run_started(cell_id)
+    junk = "a\x00b\x07\x1b[31mred\udcff\ud800z"
+    await doc.output(cell_id, {"output_type": "stream", "name": "stdout", "text": junk})
+    await doc.output(
+        cell_id, {"output_type": "display_data", "data": {"text/plain": "\ud83d"}, "metadata": {}}
+    )
+    await doc.run_finished(cell_id, 1)
+    stored = nbformat.read(path, as_version=4)
+    nbformat.validate(stored)
+    outputs = stored.cells[0].outputs
+    assert outputs[0].text == "a\x00b\x07\x1b[31mred\ufffd\ufffdz"
+    assert outputs[1].data["text/plain"] == "\ufffd"

@@ -373,6 +373,24 @@ async def test_stop_ends_what_the_task_started_in_the_background(
     assert cleanup.read_text().strip() == "terminated"
 
 
+async def test_a_stopped_task_gets_its_whole_grace_to_clean_up(ok: Any, jp_root_dir: Path) -> None:
+    marker = _marker(4000)
+    # A clean shutdown that takes a while, runs a command of its own and reports on its output
+    # (as a dev server's may): one SIGTERM, then time to finish; not a second SIGTERM into the
+    # handler's command, nor a SIGKILL after two seconds, nor a closed output pipe (SIGPIPE).
+    trap = 'trap "sleep 3 && echo shutting down && echo terminated > cleanup.txt; exit 0" TERM'
+    _tasks(jp_root_dir, Slow=f"sh -c '{trap}; sleep {marker}'")
+    await ok("run_configuration", configName="Slow")
+    deadline = time.monotonic() + 30
+    while len(_sleeps(marker)) < 1 and time.monotonic() < deadline:
+        await asyncio.sleep(0.1)
+    assert len(_sleeps(marker)) == 1
+    assert await ok("stop_run_configuration", configName="Slow") == "Run configuration stopped"
+    assert await _until_gone(f"sleep {marker}", seconds=30) == []
+    assert (jp_root_dir / "cleanup.txt").read_text().strip() == "terminated"
+    assert "shutting down" in (await ok("get_run_output", configName="Slow"))["output"]
+
+
 async def test_a_finished_task_leaves_nothing_running(ok: Any, jp_root_dir: Path) -> None:
     quiet, holding = _marker(2000), _marker(3000)
     # One leftover has its output redirected; the other keeps the output pipe open, which must

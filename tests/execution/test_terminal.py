@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from jupyter_mcp.core.context import ToolContext
+from jupyter_mcp.core.context import ToolContext, progress_reporter
 from jupyter_mcp.execution.output import OutputBuffer, plain_text
 from jupyter_mcp.execution.processes import group_alive
 from jupyter_mcp.execution.terminal import _drop_echo
@@ -151,6 +151,32 @@ async def test_cancelling_the_call_kills_the_command(tmp_path: Path) -> None:
     assert not ctx.services.background_commands.running
 
 
+async def test_a_command_cancelled_again_while_it_is_killed_is_not_left_listed(
+    tmp_path: Path,
+) -> None:
+    # anyio's cancel scopes (the MCP SDK runs each call in one) cancel at every await, so the
+    # clean-up after a cancellation is itself cancelled.
+    marker = f"{50 + uuid.uuid4().int % 1000}.{uuid.uuid4().int % 10**6}"
+    ctx = ToolContext(root_dir=tmp_path)
+    ctx.services = build_services(ctx)
+    task = asyncio.create_task(
+        terminal_tools.run_command_on_background(ctx, command=f"sleep {marker}")
+    )
+    deadline = time.monotonic() + 5
+    while not _processes_with(f"sleep {marker}") and time.monotonic() < deadline:
+        await asyncio.sleep(0.05)
+    while not task.done():  # as a cancel scope does: again at every await, clean-up included
+        task.cancel()
+        await asyncio.sleep(0.002)
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert await _until_gone(f"sleep {marker}") == []
+    deadline = time.monotonic() + 10
+    while ctx.services.background_commands.running and time.monotonic() < deadline:
+        await asyncio.sleep(0.05)
+    assert not ctx.services.background_commands.running
+
+
 # --- wait ----------------------------------------------------------------------------------
 
 
@@ -163,6 +189,24 @@ async def test_wait_answers_in_spec_shape_without_blocking(ok: Any, jp_fetch: An
     assert time.monotonic() - started < 0.5
     assert not waiting.done()
     assert await waiting == {"status": "completed", "message": "Waited for 600 milliseconds"}
+
+
+async def test_wait_reports_its_progress_every_second(tmp_path: Path) -> None:
+    updates: list[tuple[float, float | None, str | None]] = []
+    token = progress_reporter.set(lambda *update: updates.append(update))
+    try:
+        result = await terminal_tools.wait(ToolContext(root_dir=tmp_path), 2500)
+    finally:
+        progress_reporter.reset(token)
+
+    assert result["status"] == "completed"
+    # One report per second waited and one at the end (fewer if a sleep overran, as on a
+    # loaded machine), every one out of the whole wait, the last one all of it.
+    assert 2 <= len(updates) <= 3
+    assert all(total == 2500 for _, total, _ in updates)
+    done = [progress for progress, _, _ in updates]
+    assert done == sorted(done) and done[0] >= 1000 and done[-1] == 2500
+    assert updates[-1][2] == "waited 2.5 s"
 
 
 async def test_wait_is_bounded(fails: Any) -> None:
@@ -286,6 +330,11 @@ def test_subprocess_helper_sees_processes() -> None:
     marker = f"{60 + uuid.uuid4().int % 1000}.{uuid.uuid4().int % 10**6}"
     proc = subprocess.Popen(["sleep", marker])
     try:
+        # Popen returns once the child is forked; it shows the new command line only after its
+        # exec, which a loaded machine can delay.
+        deadline = time.monotonic() + 10
+        while not _processes_with(f"sleep {marker}") and time.monotonic() < deadline:
+            time.sleep(0.05)
         assert _processes_with(f"sleep {marker}")
     finally:
         proc.kill()

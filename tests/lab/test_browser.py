@@ -12,8 +12,10 @@ Needs ``/usr/bin/chromium`` (``make test`` installs it) and the built labextensi
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -28,6 +30,7 @@ from typing import Any
 
 import nbformat
 import pytest
+from server_configs import COLLABORATION_EXTENSIONS
 
 pytestmark = pytest.mark.browser
 
@@ -41,14 +44,15 @@ CHROMIUM_ARGS = [
     "--no-first-run",
 ]
 TOKEN = "browser-test-token"
-#: jupyter-collaboration's server and lab extensions, kept off in these tests.
-COLLABORATION_EXTENSIONS = ("jupyter_server_ydoc", "jupyter_collaboration", "jupyter_server_fileid")
+#: jupyter-collaboration's lab extensions, kept off in these tests.
+
 COLLABORATION_LAB_EXTENSIONS = (
     "@jupyter/collaboration-extension",
     "@jupyter/docprovider-extension",
 )
 REPO = Path(__file__).resolve().parents[2]
 ARTIFACTS = REPO / "test-artifacts"
+BUILT_LABEXTENSION = REPO / "jupyter_mcp" / "labextension"
 
 
 @pytest.fixture(autouse=True)
@@ -91,6 +95,17 @@ class Lab:
         with urllib.request.urlopen(request, timeout=60) as response:
             return json.loads(response.read())
 
+    def probe(self, **body: Any) -> dict[str, Any]:
+        """Report a running cell to a notebook's document (see live_run_probe.py)."""
+        request = urllib.request.Request(
+            f"{self.url}live-run-probe",
+            data=json.dumps(body).encode(),
+            headers={"Authorization": f"token {TOKEN}", "Content-Type": "application/json"},
+            method="POST",
+        )
+        with urllib.request.urlopen(request, timeout=60) as response:
+            return json.loads(response.read())
+
     def ok(self, tool: str, **arguments: Any) -> Any:
         answer = self.call(tool, **arguments)
         assert answer["error"] is None, answer["error"]
@@ -109,9 +124,7 @@ def _free_port() -> int:
 
 
 def _labextension_served() -> bool:
-    built = REPO / "jupyter_mcp" / "labextension" / "package.json"
-    link = Path(sys.prefix) / "share" / "jupyter" / "labextensions" / "jupyter-mcp"
-    return built.exists() and (link / "package.json").exists()
+    return (BUILT_LABEXTENSION / "package.json").exists()
 
 
 def wait_for(condition: Callable[[], Any], timeout: float = 15.0, what: str = "condition") -> Any:
@@ -133,13 +146,17 @@ def _skip_or_fail(reason: str) -> None:
     pytest.skip(reason)
 
 
-@pytest.fixture(scope="module")
-def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
+def _run_lab(base: Path, *, collaboration: bool = False) -> Iterator[Lab]:
+    """Run JupyterLab on a folder under ``base`` until the generator is closed.
+
+    Real-time collaboration is off unless asked for (CI installs it for the notebook tests, and
+    installed it enables itself): its server extensions on the command line, its lab
+    extensions in the page config.
+    """
     if not os.path.exists(CHROMIUM):
         _skip_or_fail(f"{CHROMIUM} is missing (apt-get install chromium, or make test)")
     if not _labextension_served():
         _skip_or_fail("the labextension is not built/linked (make labextension; make test does it)")
-    base = tmp_path_factory.mktemp("lab")
     root = base / "root"
     root.mkdir()
     settings = base / "settings" / "@jupyterlab" / "apputils-extension"
@@ -150,20 +167,28 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     # This checkout's build of the labextension wins over an installed one of the same name.
     labextensions = base / "labextensions"
     labextensions.mkdir()
-    (labextensions / "jupyter-mcp").symlink_to(REPO / "jupyter_mcp" / "labextension")
-    # Real-time collaboration stays off (CI installs it for the notebook tests, and installed
-    # it enables itself): its server extensions below, its lab extensions here.
+    (labextensions / "jupyter-mcp").symlink_to(BUILT_LABEXTENSION)
     labconfig = base / "config" / "labconfig"
     labconfig.mkdir(parents=True)
-    (labconfig / "page_config.json").write_text(
-        json.dumps({"disabledExtensions": {name: True for name in COLLABORATION_LAB_EXTENSIONS}})
-    )
+    disabled = {} if collaboration else {name: True for name in COLLABORATION_LAB_EXTENSIONS}
+    (labconfig / "page_config.json").write_text(json.dumps({"disabledExtensions": disabled}))
     port = _free_port()
     env = {
         **os.environ,
         "JUPYTER_RUNTIME_DIR": str(base / "runtime"),
         "JUPYTER_CONFIG_DIR": str(base / "config"),
+        # live_run_probe (a test-only server extension) lives beside this file.
+        "PYTHONPATH": os.pathsep.join(
+            [str(Path(__file__).parent), *filter(None, [os.environ.get("PYTHONPATH")])]
+        ),
     }
+    extensions = {
+        "jupyter_mcp": True,
+        "live_run_probe": True,
+        **{name: False for name in COLLABORATION_EXTENSIONS},
+    }
+    if collaboration:
+        extensions.update(jupyter_server_ydoc=True, jupyter_server_fileid=True)
     log = open(base / "lab.log", "ab")  # noqa: SIM115 (closed at teardown)
     command = [
         sys.executable,
@@ -176,14 +201,19 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
         "--ServerApp.ip=127.0.0.1",
         f"--ServerApp.token={TOKEN}",
         f"--ServerApp.root_dir={root}",
-        "--ServerApp.jpserver_extensions="
-        + repr({"jupyter_mcp": True, **{name: False for name in COLLABORATION_EXTENSIONS}}),
+        f"--ServerApp.jpserver_extensions={extensions!r}",
         f"--LabApp.extra_labextensions_path={labextensions}",
         f"--LabApp.workspaces_dir={base / 'workspaces'}",
         f"--LabApp.user_settings_dir={base / 'settings'}",
         "--JupyterMCP.approval_timeout=30",
         f"--JupyterMCP.breakpoints_file={base / 'breakpoints.json'}",
     ]
+    if collaboration:
+        command += [
+            f"--SQLiteYStore.db_path={base / 'ystore.db'}",
+            f"--BaseFileIdManager.db_path={base / 'file_id.db'}",
+            "--YDocExtension.document_save_delay=0.2",
+        ]
 
     def start() -> subprocess.Popen[bytes]:
         return subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=base)
@@ -196,6 +226,19 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     finally:
         _stop(lab.process)
         log.close()
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
+    yield from _run_lab(tmp_path_factory.mktemp("lab"))
+
+
+@pytest.fixture(scope="module")
+def collab_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
+    """JupyterLab with jupyter-collaboration enabled (skipped when it is not installed)."""
+    if importlib.util.find_spec("jupyter_server_ydoc") is None:
+        pytest.skip("jupyter-collaboration is not installed (the collab test extra)")
+    yield from _run_lab(tmp_path_factory.mktemp("collab-lab"), collaboration=True)
 
 
 def _up(url: str, process: subprocess.Popen[bytes]) -> bool:
@@ -218,20 +261,36 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
 
 
 @pytest.fixture(scope="module")
-def page(lab: Lab) -> Iterator[Any]:
+def browser() -> Iterator[Any]:
+    """One Chromium for the module (Playwright's sync API runs one instance per thread)."""
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": 1400, "height": 900})
-        page.goto(f"{lab.url}lab?token={TOKEN}")
-        page.wait_for_selector(".jp-MCP-status", timeout=90000)
-        wait_for(
-            lambda: "MCP: offline" not in page.inner_text(".jp-MCP-status"),
-            what="the lab socket to connect",
-        )
-        yield page
-        browser.close()
+        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()
+
+
+def _browse(browser: Any, lab: Lab) -> Iterator[Any]:
+    page = browser.new_page(viewport={"width": 1400, "height": 900})
+    page.goto(f"{lab.url}lab?token={TOKEN}")
+    page.wait_for_selector(".jp-MCP-status", timeout=90000)
+    wait_for(
+        lambda: "MCP: offline" not in page.inner_text(".jp-MCP-status"),
+        what="the lab socket to connect",
+    )
+    yield page
+    page.close()
+
+
+@pytest.fixture(scope="module")
+def page(lab: Lab, browser: Any) -> Iterator[Any]:
+    yield from _browse(browser, lab)
+
+
+@pytest.fixture(scope="module")
+def collab_page(collab_lab: Lab, browser: Any) -> Iterator[Any]:
+    yield from _browse(browser, collab_lab)
 
 
 def write(lab: Lab, name: str, text: str) -> Path:
@@ -468,6 +527,67 @@ def test_the_user_sees_an_agent_run_as_it_happens(lab: Lab, page: Any) -> None:
     assert window_kernels() == users
 
 
+def test_a_running_cell_shows_star_then_outputs_then_its_count(lab: Lab, page: Any) -> None:
+    path = write_notebook(lab, "live/run.ipynb", [("code", "for i in range(3): print(i)")])
+    before = path.read_bytes()
+    open_in_editor(lab, page, "live/run.ipynb")
+    cell_id = lab.ok("get_notebook_cell", pathInProject="live/run.ipynb", index=0)["cellId"]
+    prompt = page.locator(".jp-NotebookPanel:visible .jp-CodeCell .jp-InputPrompt").first
+    outputs = page.locator(".jp-NotebookPanel:visible .jp-OutputArea-output")
+    wait_for(lambda: prompt.inner_text().strip() == "[1]:", what="the saved count")
+    answer = lab.probe(path="live/run.ipynb", cellId=cell_id, step="started")
+    assert answer["location"] == "window"
+    wait_for(lambda: prompt.inner_text().strip() == "[*]:", what="[*] while it runs")
+    wait_for(lambda: outputs.count() == 0, what="the old outputs cleared")
+    for i in range(3):
+        output = {"output_type": "stream", "name": "stdout", "text": f"{i}\n"}
+        lab.probe(path="live/run.ipynb", cellId=cell_id, step="output", output=output)
+    wait_for(
+        lambda: [t.strip() for t in outputs.all_inner_texts()] == ["0\n1\n2"],
+        what="the outputs so far",
+    )
+    assert prompt.inner_text().strip() == "[*]:"
+    lab.probe(path="live/run.ipynb", cellId=cell_id, step="finished", executionCount=7)
+    wait_for(lambda: prompt.inner_text().strip() == "[7]:", what="the execution count")
+    cell = lab.ok("get_notebook_cell", pathInProject="live/run.ipynb", cellId=cell_id)
+    assert cell["executionCount"] == 7 and cell["outputs"][0]["text"] == "0\n1\n2\n"
+    assert path.read_bytes() == before  # the live document has it; the user saves
+
+
+def test_with_collaboration_every_edit_goes_through_the_shared_document(
+    collab_lab: Lab, collab_page: Any
+) -> None:
+    lab, page = collab_lab, collab_page
+    path = write_notebook(lab, "shared/n.ipynb", [("code", "a = 1")])
+    # No window shows it: the shared document is changed, and the server saves it
+    added = lab.ok("insert_notebook_cell", pathInProject="shared/n.ipynb", source="b = 2")
+    wait_for(
+        lambda: [c.source for c in nbformat.read(path, as_version=4).cells] == ["a = 1", "b = 2"],
+        what="the server to save the shared document",
+    )
+    open_in_editor(lab, page, "shared/n.ipynb")
+    wait_for(lambda: cell_sources(page) == ["a = 1", "b = 2"], what="the saved edit in the page")
+    # Open: the window sees each edit as it happens, and a running cell's [*], outputs, count
+    lab.ok(
+        "edit_notebook_cell", pathInProject="shared/n.ipynb", cellId=added["cellId"], source="b = 3"
+    )
+    wait_for(lambda: cell_sources(page) == ["a = 1", "b = 3"], what="the edit in the page")
+    answer = lab.probe(path="shared/n.ipynb", cellId=added["cellId"], step="started")
+    assert answer["location"] == "shared"
+    prompt = page.locator(".jp-NotebookPanel:visible .jp-CodeCell .jp-InputPrompt").nth(1)
+    wait_for(lambda: prompt.inner_text().strip() == "[*]:", what="[*] while it runs")
+    output = {"output_type": "stream", "name": "stdout", "text": "shared\n"}
+    lab.probe(path="shared/n.ipynb", cellId=added["cellId"], step="output", output=output)
+    outputs = (
+        page.locator(".jp-NotebookPanel:visible .jp-CodeCell")
+        .nth(1)
+        .locator(".jp-OutputArea-output")
+    )
+    wait_for(lambda: [t.strip() for t in outputs.all_inner_texts()] == ["shared"], what="output")
+    lab.probe(path="shared/n.ipynb", cellId=added["cellId"], step="finished", executionCount=3)
+    wait_for(lambda: prompt.inner_text().strip() == "[3]:", what="the execution count")
+
+
 # -- actions and approvals -------------------------------------------------------------------
 
 
@@ -560,6 +680,93 @@ def test_status_bar_and_activity_panel_show_the_calls(lab: Lab, page: Any) -> No
     assert 'pathInProject="vis/v.py"' in items.nth(1).inner_text()
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / "activity-panel.png"))
+
+
+#: Longer than any tool name the panel has to show: the route allows 128 characters.
+LONG_TOOL = "a_tool_name_as_long_as_the_longest_plugin_tool_name_can_be_x" + "y" * 40
+
+#: Entries (and their parts) whose content is wider than their box, or that stick out of their
+#: entry or of the panel: what the user would see cut.
+CUT_ENTRIES = """panel => {
+  const cut = [];
+  const box = panel.getBoundingClientRect();
+  if (panel.scrollWidth > panel.clientWidth) cut.push(`panel: ${panel.scrollWidth}`);
+  for (const item of panel.querySelectorAll('.jp-MCP-activity-item')) {
+    const edge = item.getBoundingClientRect();
+    const name = item.querySelector('.jp-MCP-activity-tool').textContent;
+    for (const part of [item, ...item.querySelectorAll('*')]) {
+      const rect = part.getBoundingClientRect();
+      const label = `${name} ${part.className}`;
+      if (part.clientWidth > 0 && part.scrollWidth > part.clientWidth) {
+        cut.push(`${label}: scrollWidth ${part.scrollWidth} > clientWidth ${part.clientWidth}`);
+      }
+      if (rect.right > edge.right + 0.5 || rect.left < edge.left - 0.5) {
+        cut.push(`${label}: outside its entry`);
+      }
+      if (rect.right > box.right + 0.5) cut.push(`${label}: outside the panel`);
+    }
+  }
+  return cut;
+}"""
+
+
+def show_activity(page: Any) -> Any:
+    page.locator(".jp-MCP-status").click()
+    panel = page.locator("#jupyter-mcp-activity")
+    panel.wait_for(state="visible")
+    return panel
+
+
+def test_activity_entries_fit_the_sidebar_with_long_names(lab: Lab, page: Any) -> None:
+    write(lab, "fit/f.py", "f = 1\n")
+    lab.call("get_open_in_editor_file_text")  # the name the panel used to cut
+    lab.fails(
+        "replace_file_content_at_position",
+        pathInProject="fit/no/such/file/in/a/deep/folder/with/a/long/path/name.py",
+        startLine=1,
+        endLine=1,
+        content="x" * 200,
+    )
+    lab.fails(LONG_TOOL)  # an unknown name is shown too, with its error
+    panel = show_activity(page)
+    items = panel.locator(".jp-MCP-activity-item")
+    wait_for(lambda: LONG_TOOL in items.first.inner_text(), what="the long name in the panel")
+    # At the sidebar's default width, every entry keeps its duration and time in view.
+    width = panel.evaluate("panel => panel.clientWidth")
+    assert 150 < width < 600, width
+    assert panel.evaluate(CUT_ENTRIES) == []
+    for index in range(3):
+        assert re.search(r"\d+(\.\d+)? m?s · \d", items.nth(index).inner_text())
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "activity-long-names.png"))
+
+
+def test_a_long_call_shows_as_running_until_it_ends(lab: Lab, page: Any) -> None:
+    panel = show_activity(page)
+    running = panel.locator(".jp-MCP-activity-item.jp-mod-running")
+    with ThreadPoolExecutor(1) as pool:
+        pending = pool.submit(lab.call, "wait", milliseconds=4000)
+        running.wait_for(timeout=15000)
+        entry = running.first
+        assert entry.locator(".jp-MCP-activity-tool").inner_text() == "wait"
+        assert entry.locator(".jp-MCP-activity-result").inner_text() == "running…"
+        shown = entry.locator(".jp-MCP-activity-duration")
+        first = shown.inner_text()
+        assert first.startswith("running ")
+        wait_for(lambda: shown.inner_text() != first, what="the running time to advance")
+        assert panel.evaluate(CUT_ENTRIES) == []
+        assert not pending.done()  # still running while shown as running
+        answer = pending.result(timeout=60)
+    assert answer["error"] is None
+    wait_for(lambda: running.count() == 0, what="the entry to show the outcome")
+    # Its outcome took the running entry's place: one entry for the call.
+    calls = panel.locator(".jp-MCP-activity-item", has_text="milliseconds=4000")
+    assert calls.count() == 1
+    assert calls.first.locator(".jp-MCP-activity-result").inner_text() == "ok"
+    took = calls.first.locator(".jp-MCP-activity-duration").inner_text()
+    assert re.fullmatch(r"\d\.\d\d s", took), took
+    status = page.locator(".jp-MCP-status")
+    wait_for(lambda: status.inner_text().endswith("last: wait"), what="the status bar")
 
 
 # -- breakpoints and JupyterLab's debugger ----------------------------------------------------

@@ -459,9 +459,43 @@ async def test_every_call_is_shown_in_the_activity_panel(
     ws.close()
     # The duration shown is the call's own: a command that sleeps 0.3 s took at least that.
     await ok("run_command_on_background", command="sleep 0.3")
-    await until(lambda: len(window.of_type("activity")) >= 3)
-    slow = window.of_type("activity")[2]["record"]
+    await until(lambda: len(ended(window)) >= 3)
+    slow = ended(window)[2]
     assert slow["tool"] == "run_command_on_background" and slow["durationMs"] >= 300
+
+
+def ended(window: FakeWindow) -> list[dict[str, Any]]:
+    """The outcomes of calls the window was shown (not their running entries)."""
+    return [m["record"] for m in window.of_type("activity") if not m["record"]["running"]]
+
+
+async def test_a_long_call_is_shown_running_until_its_outcome_replaces_it(
+    open_window: Any, ok: Any, jp_ws_fetch: Any
+) -> None:
+    window = await open_window()
+    await ok("wait", milliseconds=10)  # quick: only its outcome is shown
+    await until(lambda: len(window.of_type("activity")) >= 1)
+    quick = window.of_type("activity")[0]["record"]
+    assert quick["running"] is False and quick["id"]
+
+    long_call = asyncio.ensure_future(ok("wait", milliseconds=2500))
+    await until(lambda: len(window.of_type("activity")) >= 2, timeout=10)
+    running = window.of_type("activity")[1]["record"]
+    assert running["running"] is True and running["tool"] == "wait"
+    assert running["arguments"] == "milliseconds=2500" and running["durationMs"] >= 500
+    assert not long_call.done()
+    # A window that connects meanwhile sees it running in its welcome.
+    ws = await jp_ws_fetch("mcp", "bridge", params={"window": "meanwhile"})
+    welcome = json.loads(await ws.read_message())
+    ws.close()
+    assert [r["id"] for r in welcome["activity"] if r["running"]] == [running["id"]]
+
+    await long_call
+    await until(lambda: len(window.of_type("activity")) >= 3, timeout=10)
+    outcome = window.of_type("activity")[2]["record"]
+    assert outcome["id"] == running["id"] and outcome["running"] is False
+    assert outcome["ok"] is True and outcome["durationMs"] >= 2500
+    assert len({quick["id"], running["id"]}) == 2
 
 
 # -- breakpoints ---------------------------------------------------------------------------------

@@ -277,3 +277,24 @@ async def test_a_running_cell_shows_started_outputs_and_finished_in_the_window(
     nb["cells"].clear()  # the user deleted the cell: the next run of it is refused
     with pytest.raises(ToolError, match="no code cell with id"):
         await doc.run_started(cell_id)
+
+
+async def test_a_live_edit_waits_for_a_file_tool_write_holding_the_notebook(
+    ok: Any, ctx: ToolContext, open_window: Any, jp_root_dir: Path
+) -> None:
+    _, nb = _notebook(jp_root_dir, "n.ipynb", "a = 1")
+    window = await open_window("w1", {"n.ipynb": nb})
+    lock = ctx.locks(jp_root_dir / "n.ipynb")
+    lock.acquire()  # as a file tool's write transaction holds it
+    try:
+        edit = asyncio.ensure_future(
+            ok("edit_notebook_cell", pathInProject="n.ipynb", index=0, source="a = 2")
+        )
+        await asyncio.sleep(0.5)
+        assert not edit.done() and not window.requests  # not even read before the lock
+    finally:
+        lock.release()
+    await edit
+    assert nb["cells"][0]["source"] == "a = 2"
+    assert lock.acquire(blocking=False)  # and given back
+    lock.release()

@@ -302,6 +302,11 @@ async def test_listing_names_the_plugin_and_uses_its_schema(jp_fetch: Any) -> No
     assert {"resultStart", "resultEnd"} <= set(schema["properties"])
     # Built-in tools are still there.
     assert "get_file_text_by_path" in tools
+    # Plugin tools are the "plugins" tool set, built-in ones never.
+    chosen = await jp_fetch("mcp", "list_tools", method="GET", params={"toolsets": "plugins"})
+    assert sorted(t["name"] for t in json.loads(chosen.body)) == sorted(
+        name for name in tools if "__" in name
+    )
     # The listing is stable byte for byte.
     first = await jp_fetch("mcp", "list_tools", method="GET")
     second = await jp_fetch("mcp", "list_tools", method="GET")

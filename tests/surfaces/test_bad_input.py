@@ -21,6 +21,7 @@ be refused or done but must never crash a tool.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
@@ -31,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import anyio
 import httpx2
 import nbformat
 import pytest
@@ -445,6 +447,160 @@ async def test_standard_mcp_bad_calls_are_error_results(connect, project: Projec
         # The session survives all of that.
         fine = await client.call_tool("get_file_text_by_path", {"pathInProject": "notes.txt"})
         assert fine.is_error is False
+    assert project.snapshot() == before
+
+
+def _argument_cases(schema: dict[str, Any], project: Project) -> list[Case]:
+    """The sweep's cases that are an arguments object: all that a ``tools/call`` can carry.
+
+    Values nested 900 deep are left out: the SDK client refuses to serialise them (its
+    depth limit); test_standard_mcp_raw_bad_bodies sends deeper ones to /mcp as raw bytes.
+    """
+    found = []
+    for case in generate_cases(schema, project):
+        if "nested 900 deep" in case.label:
+            continue
+        try:
+            arguments = json.loads(case.body)
+        except (ValueError, RecursionError):
+            continue
+        if isinstance(arguments, dict) and "jsonrpc" not in arguments:
+            found.append(case)
+    return found
+
+
+@asynccontextmanager
+async def _recording_client(url: str, token: str, mode: str) -> AsyncIterator[tuple[Client, Any]]:
+    """An SDK client on ``url``, and the HTTP status of every response it got."""
+    statuses: list[int] = []
+
+    async def record(response: httpx2.Response) -> None:
+        statuses.append(response.status_code)
+
+    async with httpx2.AsyncClient(
+        headers={"Authorization": f"token {token}"}, event_hooks={"response": [record]}
+    ) as http:
+        async with Client(streamable_http_client(url, http_client=http), mode=mode) as client:
+            yield client, statuses
+
+
+@pytest.fixture
+def mcp_url(http_server: Any, http_server_port: tuple[Any, int], jp_base_url: str) -> str:
+    return f"http://127.0.0.1:{http_server_port[1]}{jp_base_url}mcp"
+
+
+async def _mcp_tools(client: Client) -> list[Any]:
+    tools, cursor = [], None
+    while True:
+        page = await client.list_tools(cursor=cursor)
+        tools.extend(page.tools)
+        cursor = page.next_cursor
+        if cursor is None:
+            return tools
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_the_sweep_over_standard_mcp(
+    mcp_url: str, jp_serverapp: Any, project: Project, mode: str
+) -> None:
+    """Every argument case of the sweep, as a ``tools/call`` of one session, per era."""
+    token = jp_serverapp.identity_provider.token
+    problems: list[str] = []
+    calls = 0
+    async with _recording_client(mcp_url, token, mode) as (client, statuses):
+        tools = await _mcp_tools(client)
+        assert {t.name for t in tools} == set(TOOL_NAMES)
+        before = project.snapshot()
+        for tool in tools:
+            for case in _argument_cases(tool.input_schema, project):
+                calls += 1
+                label = f"{tool.name} [{case.label}]"
+                started = time.perf_counter()
+                try:
+                    result = await client.call_tool(tool.name, json.loads(case.body))
+                except MCPError as e:
+                    # A refusal at the protocol level is fine when it says the params are bad.
+                    if e.code != -32602:
+                        problems.append(f"{label}: protocol error {e.code}: {e}")
+                    continue
+                took = time.perf_counter() - started
+                text = " ".join(getattr(block, "text", "") for block in result.content)
+                if not result.is_error:
+                    problems.append(f"{label}: succeeded: {text[:200]!r}")
+                elif not any(word.lower() in text.lower() for word in case.mentions):
+                    problems.append(f"{label}: error does not mention {case.mentions}: {text!r}")
+                if took > TIME_LIMIT_S:
+                    problems.append(f"{label}: took {took:.1f} s")
+                after = project.snapshot()
+                if after != before:
+                    changed = sorted(
+                        k for k in set(before) | set(after) if before.get(k) != after.get(k)
+                    )
+                    problems.append(f"{label}: files changed: {changed}")
+                    before = after
+        # The session is still fine after all of that.
+        fine = await client.call_tool("get_file_text_by_path", {"pathInProject": "notes.txt"})
+        assert fine.is_error is False and "hello" in fine.content[0].text
+    assert calls > 10 * len(TOOL_NAMES)
+    assert [code for code in statuses if code >= 500] == []
+    assert not problems, f"{len(problems)} of {calls} calls misbehaved:\n" + "\n".join(problems)
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_a_session_with_interleaved_cancellations_stays_usable(
+    mcp_url: str, jp_serverapp: Any, project: Project, mode: str
+) -> None:
+    token = jp_serverapp.identity_provider.token
+    before = project.snapshot()
+    markers = [f"{6000 + i}.{os.getpid()}{i}" for i in range(6)]
+
+    def running(marker: str) -> bool:
+        for entry in Path("/proc").iterdir():
+            if entry.name.isdigit():
+                try:
+                    if marker in (entry / "cmdline").read_bytes().decode(errors="replace"):
+                        return "Z" not in (entry / "stat").read_text().split(")")[-1][:3]
+                except OSError:
+                    continue
+        return False
+
+    async def until(condition: Any, seconds: float = 30) -> bool:
+        deadline = time.monotonic() + seconds
+        while not condition():
+            if time.monotonic() > deadline:
+                return False
+            await asyncio.sleep(0.05)
+        return True
+
+    async with _recording_client(mcp_url, token, mode) as (client, statuses):
+        for number, marker in enumerate(markers):
+            # A long call, cancelled once it runs, with ordinary calls on either side of it
+            # (bad ones too) that must answer as if nothing happened.
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(
+                    client.call_tool,
+                    "run_command_on_background",
+                    {"command": f"sleep {marker}", "timeout": 120000},
+                )
+                assert await until(lambda marker=marker: running(marker)), marker
+                read = await client.call_tool(
+                    "get_file_text_by_path", {"pathInProject": "notes.txt"}
+                )
+                assert read.is_error is False and "hello" in read.content[0].text
+                bad = await client.call_tool(
+                    "get_file_text_by_path", {"pathInProject": "../outside.txt"}
+                )
+                assert bad.is_error is True
+                tg.cancel_scope.cancel()
+            assert await until(lambda marker=marker: not running(marker)), marker
+            if number % 2:
+                found = await client.call_tool(
+                    "find_files_by_name_substring", {"nameSubstring": "notes"}
+                )
+                assert found.is_error is False and "notes.txt" in found.content[0].text
+        fine = await client.call_tool("get_file_text_by_path", {"pathInProject": "notes.txt"})
+        assert fine.is_error is False
+    assert [code for code in statuses if code >= 500] == []
     assert project.snapshot() == before
 
 

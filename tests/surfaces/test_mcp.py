@@ -484,6 +484,70 @@ async def test_legacy_session_lifecycle_over_raw_http(mcp_url, token):
     assert after.status_code == 404
 
 
+async def test_legacy_calls_stream_only_when_they_have_something_to_stream(
+    mcp_url, token, mcp_app, jp_root_dir
+):
+    def counting(ctx: ToolContext) -> str:
+        ctx.report_progress(1, 1, "done")
+        return "counted"
+
+    add_tool(mcp_app, "test_counting", counting, read_only=True)
+    (jp_root_dir / "a.txt").write_text("alpha\n")
+    headers = {
+        "Authorization": f"token {token}",
+        "Content-Type": "application/json",
+        "Accept": "application/json, text/event-stream",
+    }
+
+    def call(number: int, name: str, arguments: dict[str, Any], **meta: Any) -> str:
+        params: dict[str, Any] = {"name": name, "arguments": arguments}
+        if meta:
+            params["_meta"] = meta
+        return json.dumps(
+            {"jsonrpc": "2.0", "id": number, "method": "tools/call", "params": params}
+        )
+
+    async with httpx2.AsyncClient(timeout=10) as http:
+        opened = await http.post(mcp_url, content=json.dumps(INITIALIZE), headers=headers)
+        headers["Mcp-Session-Id"] = opened.headers["mcp-session-id"]
+        headers["MCP-Protocol-Version"] = "2025-06-18"
+        initialized = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+        await http.post(mcp_url, content=json.dumps(initialized), headers=headers)
+        # A plain call has nothing to stream: one JSON body
+        plain = await http.post(
+            mcp_url,
+            content=call(2, "get_file_text_by_path", {"pathInProject": "a.txt"}),
+            headers=headers,
+        )
+        # A call that asked for progress gets an event stream with the progress first
+        tracked = await http.post(
+            mcp_url, content=call(3, "test_counting", {}, progressToken="p1"), headers=headers
+        )
+        # Once the session asked for log lines, its calls stream (the lines come in-band)
+        level = {
+            "jsonrpc": "2.0",
+            "id": 4,
+            "method": "logging/setLevel",
+            "params": {"level": "info"},
+        }
+        leveled = await http.post(mcp_url, content=json.dumps(level), headers=headers)
+        logged = await http.post(
+            mcp_url,
+            content=call(5, "get_file_text_by_path", {"pathInProject": "a.txt"}),
+            headers=headers,
+        )
+
+    assert plain.headers["content-type"].startswith("application/json")
+    answer = plain.json()
+    assert answer["id"] == 2 and "alpha" in answer["result"]["content"][0]["text"]
+    assert answer["result"]["isError"] is False and "resultType" not in answer["result"]
+    assert tracked.headers["content-type"].startswith("text/event-stream")
+    assert tracked.text.index("notifications/progress") < tracked.text.index('"counted"')
+    assert leveled.headers["content-type"].startswith("application/json")  # not a call
+    assert logged.headers["content-type"].startswith("text/event-stream")
+    assert "alpha" in logged.text
+
+
 async def test_seed_rest_routes_still_answer_beside_mcp(jp_fetch):
     response = await jp_fetch("mcp", "list_tools", method="GET")
     assert response.code == 200
@@ -521,3 +585,21 @@ async def test_cancelling_a_background_command_kills_it(connect, jp_root_dir, mo
             await asyncio.sleep(0.05)
 
     assert not alive(pid)
+
+
+async def test_a_leaving_client_stops_only_calls_of_its_own_principal(tmp_path):
+    from jupyter_mcp.core.registry import Registry
+    from jupyter_mcp.surfaces.asgi import _principal
+    from jupyter_mcp.surfaces.mcp import MCPSurface
+
+    surface = MCPSurface(Registry([]), ToolContext(root_dir=tmp_path))
+    mine, theirs = anyio.CancelScope(), anyio.CancelScope()
+    surface._calls[("s1", "7")] = (mine, _principal("user:alice"))
+    surface._calls[("s2", "7")] = (theirs, _principal("user:alice"))
+    # A request of another principal naming alice's session and call stops nothing
+    surface.cancel_call("s2", 7, _principal("user:mallory"))
+    surface.cancel_call("s2", 7, None)
+    assert not theirs.cancel_called
+    # Alice's own request that left stops her call, and only that one
+    surface.cancel_call("s1", 7, _principal("user:alice"))
+    assert mine.cancel_called and not theirs.cancel_called

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from server_configs import COLLABORATION_EXTENSIONS
 
 REPO = Path(__file__).resolve().parents[2]
 NPM_TOOLS = REPO / ".cache" / "npm-tools"
@@ -108,7 +109,11 @@ def open_server(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-un
     port = free_port()
     config = {
         "ServerApp": {
-            "jpserver_extensions": {"jupyter_mcp": True},
+            # Collaboration off, as on every test server (installed, it enables itself).
+            "jpserver_extensions": {
+                "jupyter_mcp": True,
+                **{name: False for name in COLLABORATION_EXTENSIONS},
+            },
             "ip": "127.0.0.1",
             "port": port,
             "port_retries": 0,

@@ -7,6 +7,8 @@ import json
 import pytest
 from tornado.httpclient import HTTPClientError
 
+from jupyter_mcp.surfaces.base import not_authenticated_reason
+
 
 async def post(jp_fetch, *parts, body, headers=None):
     response = await jp_fetch(*parts, method="POST", body=body, headers=headers or {})
@@ -129,6 +131,17 @@ async def test_requests_without_token_are_refused(jp_fetch, parts):
     with pytest.raises(HTTPClientError) as e:
         await jp_fetch(*parts, headers={"Authorization": ""})
     assert e.value.code == 403
+    # Says what to send, not a bare "Forbidden".
+    error = json.loads(e.value.response.body)["error"]
+    assert error == not_authenticated_reason({})
+    assert "Authorization: token <token>" in error
+
+
+def test_under_jupyterhub_the_refusal_names_the_token_it_takes():
+    hub = {"JUPYTERHUB_USER": "alice", "JUPYTERHUB_SERVICE_PREFIX": "/user/alice/"}
+
+    assert "access:servers!user=alice" in not_authenticated_reason(hub)
+    assert "JupyterHub" not in not_authenticated_reason({})
 
 
 async def test_tool_call_without_token_is_refused(jp_fetch, jp_root_dir):

@@ -19,9 +19,9 @@ import anyio
 import httpx2
 import nbformat
 import pytest
-from conftest import collaboration_installed, server_config
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
+from server_configs import collaboration_installed, server_config
 
 PNG = base64.b64encode(
     bytes.fromhex(

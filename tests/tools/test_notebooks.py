@@ -18,9 +18,9 @@ from typing import Any
 import httpx2
 import nbformat
 import pytest
-from conftest import collaboration_installed, server_config
 from mcp import Client, MCPError
 from mcp.client.streamable_http import streamable_http_client
+from server_configs import collaboration_installed, server_config
 
 # A 1x1 PNG.
 PNG = base64.b64encode(
@@ -48,9 +48,14 @@ def collaboration(request: pytest.FixtureRequest) -> bool:
 
 
 @pytest.fixture
-def jp_server_config(collaboration: bool, tmp_path: Path) -> dict[str, Any]:
+def jp_server_config(
+    collaboration: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> dict[str, Any]:
     store = tmp_path / "collaboration"
     store.mkdir()
+    # A document room the server opens itself keeps its store in the working directory
+    # whatever the configuration says (jupyter_server_ydoc 3.0): keep it out of the checkout.
+    monkeypatch.chdir(store)
     return server_config(collaboration=collaboration, store=store)
 
 
@@ -277,6 +282,7 @@ async def test_bad_edits_are_refused_and_change_nothing(fails: Any, jp_root_dir:
         ({"cellId": ids[1], "source": "a", "searchText": "b", "replaceText": "c"}, "not both"),
         ({"cellId": ids[1], "searchText": "b"}, "needs replaceText"),
         ({"cellId": ids[1]}, "Nothing to change"),
+        ({"cellId": ids[1], "source": "x = '\ud800'"}, "unpaired surrogate U+D800"),
     ]
     for args, message in refusals:
         assert message in await fails("edit_notebook_cell", pathInProject="n.ipynb", **args)
@@ -285,6 +291,9 @@ async def test_bad_edits_are_refused_and_change_nothing(fails: Any, jp_root_dir:
     )
     assert "no cell with id 'nope'" in await fails(
         "insert_notebook_cell", pathInProject="n.ipynb", source="x", afterCellId="nope"
+    )
+    assert "cellIds is empty" in await fails(
+        "delete_notebook_cells", pathInProject="n.ipynb", cellIds=[]
     )
     assert "nothing was deleted" in await fails(
         "delete_notebook_cells", pathInProject="n.ipynb", cellIds=[ids[0], "nope"]
