@@ -190,8 +190,9 @@ async def execute_code_in_kernel(
     "kernel_action",
     "List the server's kernels, or start, restart, interrupt, shut down or change a "
     "notebook's kernel. list: [{kernelId, name, state, executionCount, lastActivity, "
-    "notebooks}]. start: the notebook's kernel (kernelName, or the notebook's own, for a new "
-    "one). restart: same session, variables gone. interrupt: stops the running cell. "
+    "notebooks}] (with pathInProject, only that notebook's). start: the notebook's kernel "
+    "(kernelName, or the notebook's own, for a new one). restart: same session, variables "
+    "gone. interrupt: stops the running cell. "
     "shutdown: ends the kernel and its session. change: a new kernel of kernelName for the "
     "notebook (the old one is shut down, the notebook's metadata names the new one). Others "
     "answer {kernelId, name, state}.",
@@ -203,7 +204,9 @@ async def execute_code_in_kernel(
         },
         "pathInProject": {
             **NOTEBOOK,
-            "description": "The notebook whose kernel to act on (all actions but list).",
+            "description": (
+                "The notebook whose kernel to act on (list: optional, narrows the list to it)."
+            ),
         },
         "kernelName": {
             "type": "string",
@@ -223,7 +226,12 @@ async def kernel_action(
     """Do ``action`` on the server's kernels."""
     clients = _executions(ctx).clients
     if action == "list":
-        return await control.list_kernels(ctx, clients)
+        kernels = await control.list_kernels(ctx, clients)
+        if not pathInProject:
+            return kernels
+        # A notebook named on list narrows it to that notebook's kernels (and is checked).
+        _, shown = await notebook_path(ctx, pathInProject)
+        return [k for k in kernels if shown in k["notebooks"]]
     path, shown = await notebook_path(ctx, pathInProject)
     if action == "start":
         return await control.start(ctx, path, shown, kernelName)

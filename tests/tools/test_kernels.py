@@ -296,3 +296,19 @@ async def test_bad_input_is_a_clear_error(fails: Any, jp_root_dir: Path) -> None
     )
     assert "waitMs" in await fails("get_execution", executionId="x", waitMs=10**9)
     assert path.read_bytes() == before
+
+
+async def test_list_names_every_kernel_or_only_a_notebooks(
+    connect: Any, fails: Any, jp_root_dir: Path
+) -> None:
+    _notebook(jp_root_dir, "a.ipynb", "1")
+    _notebook(jp_root_dir, "b.ipynb", "2")
+    async with connect() as client:
+        a = await _call(client, "kernel_action", action="start", pathInProject="a.ipynb")
+        b = await _call(client, "kernel_action", action="start", pathInProject="b.ipynb")
+        every = await _call(client, "kernel_action", action="list")
+        assert sorted(k["kernelId"] for k in every) == sorted([a["kernelId"], b["kernelId"]])
+        only_a = await _call(client, "kernel_action", action="list", pathInProject="a.ipynb")
+        assert [(k["kernelId"], k["notebooks"]) for k in only_a] == [(a["kernelId"], ["a.ipynb"])]
+    # A notebook named on list is checked like on any other action.
+    assert "outside" in (await fails("kernel_action", action="list", pathInProject="../x.ipynb"))
