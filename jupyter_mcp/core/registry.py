@@ -23,7 +23,8 @@ import json
 import logging
 import math
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Hashable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -156,6 +157,13 @@ class Tool:
     schema: dict[str, Any] | None = None
     # Arguments larger than this, serialised as JSON, are refused before validation.
     max_argument_bytes: int | None = None
+    # For a read-only tool whose answer is long: what its answer to ``arguments`` is computed
+    # from, as a value that differs whenever the answer may (a file's stamp); None when that
+    # cannot be told. The later result windows of one caller reuse the first window's text while
+    # it is unchanged (see :class:`ResultWindows`).
+    result_version: Callable[[ToolContext, dict[str, Any]], Awaitable[Hashable | None]] | None = (
+        None
+    )
     _validator: Any = field(default=None, init=False, repr=False)
 
     @property
@@ -377,6 +385,43 @@ def parse_window(arguments: dict[str, Any], max_window: int) -> tuple[int, int] 
     return start, end
 
 
+class ResultWindows:
+    """The texts of long answers one caller is paging through, so that a later window does not
+    compute the whole answer again.
+
+    An entry is keyed by the caller (its MCP session and user), the tool and its arguments
+    without the window, and holds the tool's :attr:`Tool.result_version` taken *before* the
+    answer was computed. A later window is cut from it only while the version is unchanged; when
+    it changed, the call is refused (the windows read so far belong to an answer that no longer
+    holds). The first window (``resultStart`` 0) always computes a fresh answer. Bounded in
+    entries and in characters.
+    """
+
+    def __init__(self, entries: int = 16, chars: int = 16_000_000) -> None:
+        self.entries = entries
+        self.chars = chars
+        self._texts: OrderedDict[Hashable, tuple[Hashable, str, Any]] = OrderedDict()
+
+    def get(self, key: Hashable) -> tuple[Hashable, str, Any] | None:
+        found = self._texts.get(key)
+        if found is not None:
+            self._texts.move_to_end(key)
+        return found
+
+    def drop(self, key: Hashable) -> None:
+        self._texts.pop(key, None)
+
+    def put(self, key: Hashable, version: Hashable, text: str, value: Any) -> None:
+        self._texts.pop(key, None)
+        if len(text) > self.chars:
+            return
+        self._texts[key] = (version, text, value)
+        while len(self._texts) > self.entries or (
+            sum(len(t) for _, t, _ in self._texts.values()) > self.chars
+        ):
+            self._texts.popitem(last=False)
+
+
 #: ``observer(name, arguments, ok, error, duration_ms)``, told after every call on every surface.
 CallObserver = Callable[[str, dict[str, Any], bool, "str | None", float], None]
 #: ``observer(call_id, name, arguments)``, told when a call starts, before anything is checked.
@@ -399,6 +444,7 @@ class Registry:
         #: Told about each call as it starts (the panel shows long calls as running).
         self.start_observers: list[StartObserver] = []
         self._call_ids = itertools.count(1)
+        self.windows = ResultWindows()
         for tool in tools:
             self.add(tool)
 
@@ -476,6 +522,7 @@ class Registry:
         *,
         always_window: bool = False,
         toolsets: frozenset[str] | None = None,
+        caller: Hashable | None = None,
     ) -> CallResult:
         """Validate, approve and run one call; cut the result window.
 
@@ -490,13 +537,19 @@ class Registry:
         Every failure but a cancellation comes out as a :class:`ToolError`: this is the one
         place that turns an unexpected exception (a bug in a tool) into the message the agent
         reads, on every surface.
+
+        ``caller`` names who pages through the windows (an MCP session): with it, the later
+        windows of a tool with a :attr:`Tool.result_version` are cut from the first one's text
+        while the version says nothing changed (see :class:`ResultWindows`).
         """
         started = time.perf_counter()
         call_id = next(self._call_ids)
         token = current_call_id.set(call_id)
         try:
             self._notify_start(call_id, name, arguments)
-            return await self._observed_call(name, arguments, ctx, always_window, toolsets, started)
+            return await self._observed_call(
+                name, arguments, ctx, always_window, toolsets, caller, started
+            )
         finally:
             current_call_id.reset(token)
 
@@ -507,11 +560,12 @@ class Registry:
         ctx: ToolContext,
         always_window: bool,
         toolsets: frozenset[str] | None,
+        caller: Hashable | None,
         started: float,
     ) -> CallResult:
         try:
             result = await self._call(
-                name, arguments, ctx, always_window=always_window, toolsets=toolsets
+                name, arguments, ctx, always_window=always_window, toolsets=toolsets, caller=caller
             )
         except ToolError as e:
             self._notify(name, arguments, False, str(e), started)
@@ -559,6 +613,7 @@ class Registry:
         *,
         always_window: bool,
         toolsets: frozenset[str] | None,
+        caller: Hashable | None = None,
     ) -> CallResult:
         tool = self.get(name, ctx, toolsets)
         if arguments is None:
@@ -580,13 +635,33 @@ class Registry:
         tool.validate(arguments)
         if tool.approval_needed(arguments):
             await ctx.request_approval(tool, arguments)
+        if window is None and always_window:
+            window = (0, ctx.settings.result_window)
+        key: Hashable | None = None
+        version: Hashable | None = None
+        if window is not None and caller is not None and tool.result_version is not None:
+            # Taken before the answer is computed: a change while it is computed shows as a
+            # new version at the next window.
+            version = await tool.result_version(ctx, arguments)
+            if version is not None:
+                key = (caller, name, json.dumps(arguments, sort_keys=True, default=str))
+        if key is not None and window is not None and window[0] > 0:
+            found = self.windows.get(key)
+            if found is not None:
+                if found[0] != version:
+                    self.windows.drop(key)  # said once; a caller that goes on gets a fresh answer
+                    raise ToolError(
+                        f"The result of {name} changed since its first window was read (what it "
+                        "reads was changed); read it again from resultStart 0"
+                    )
+                return _cut(found[2], found[1], window, [])
         value = await run_tool(tool, ctx, arguments)
         images: list[Image] = []
         if isinstance(value, WithImages):
             value, images = value.value, value.images
         text = result_text(value)
-        if window is None and always_window:
-            window = (0, ctx.settings.result_window)
+        if key is not None:
+            self.windows.put(key, version, text, value)
         if window is None:
             limit = ctx.settings.max_result_bytes
             if len(text) > limit and len(text.encode("utf-8")) > limit:
@@ -595,15 +670,19 @@ class Registry:
                     f"server's limit of {limit}; read it in windows with resultStart/resultEnd"
                 )
             return CallResult(value=value, text=text, total_length=len(text), images=images)
-        start, end = window
-        return CallResult(
-            value=value,
-            text=text[start:end],
-            total_length=len(text),
-            window=window,
-            # Pictures go with the first window only, so paging through a result sends each once.
-            images=images if start == 0 else [],
-        )
+        return _cut(value, text, window, images)
+
+
+def _cut(value: Any, text: str, window: tuple[int, int], images: list[Image]) -> CallResult:
+    start, end = window
+    return CallResult(
+        value=value,
+        text=text[start:end],
+        total_length=len(text),
+        window=window,
+        # Pictures go with the first window only, so paging through a result sends each once.
+        images=images if start == 0 else [],
+    )
 
 
 def _non_finite_number(arguments: dict[str, Any]) -> tuple[str, float] | None:

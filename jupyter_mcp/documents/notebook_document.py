@@ -12,7 +12,7 @@ on its first change, as JupyterLab does when it saves).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from pathlib import Path
 from typing import Any, Literal, Protocol, TypeVar
 
@@ -33,6 +33,12 @@ class NotebookDocument(Protocol):
 
     async def snapshot(self) -> dict[str, Any]:
         """The notebook as it is now: an nbformat v4 dict, cells with ids, live when open."""
+        ...
+
+    def version(self) -> Hashable | None:
+        """A value that differs whenever the notebook may have changed since it was taken
+        (its file's stamp, the shared document's change count); None when that cannot be told
+        (a window's cells, read over the bridge)."""
         ...
 
     async def change(self, edit: Callable[[dict[str, Any]], T]) -> T:

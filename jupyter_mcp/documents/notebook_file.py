@@ -13,15 +13,16 @@ from __future__ import annotations
 import asyncio
 import copy
 import hashlib
+import stat
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..core.context import ToolContext
 from ..core.errors import ToolError
-from .facts import is_notebook
+from .facts import Stamp, is_notebook, stamp_of, stamp_of_stat
 from .files import read_raw_text, transaction
 from .notebook_document import Location
 from .notebook_view import dump_notebook, read_notebook
@@ -103,8 +104,49 @@ def _valid(nb: Any) -> bool:
     return True
 
 
-def load_notebook(ctx: ToolContext, path: Path, shown: str) -> NotebookNode:
-    """The notebook file at ``path`` parsed (sources as strings, every cell with an id)."""
+#: Parsed notebook files by path, with the stamp they were read at. Parsing (nbformat reads and
+#: validates) costs milliseconds per hundred cells and agents re-read the same notebooks, often
+#: several times in one answer (opening it, then its snapshot, then each result window).
+_PARSED_SIZE = 16
+_parsed: dict[Path, tuple[Stamp, Any]] = {}
+_parsed_lock = threading.Lock()
+
+
+def _parse(ctx: ToolContext, path: Path, shown: str) -> Any:
+    """The notebook at ``path`` parsed and normalised, shared: callers must not change it."""
+    try:
+        st = path.stat()
+    except OSError:
+        raise ToolError(f"Notebook not found: {shown}") from None
+    if stat.S_ISREG(st.st_mode) and st.st_size <= ctx.settings.max_file_bytes:
+        seen: Stamp | None = stamp_of_stat(st)  # before the read: a later write shows
+        with _parsed_lock:
+            found = _parsed.get(path)
+        if found is not None and found[0] == seen:
+            return found[1]
+    else:
+        seen = None  # read_raw_text says what is wrong with it
+    nb = read_notebook(read_raw_text(ctx, path, shown), shown)
+    check_structure(nb, shown)
+    _normalised(nb)
+    if seen is not None:
+        with _parsed_lock:
+            _parsed.pop(path, None)  # re-inserted last: the oldest entry goes first
+            _parsed[path] = (seen, nb)
+            while len(_parsed) > _PARSED_SIZE:
+                _parsed.pop(next(iter(_parsed)))
+    return nb
+
+
+def load_notebook(
+    ctx: ToolContext, path: Path, shown: str, *, private: bool = True
+) -> NotebookNode:
+    """The notebook file at ``path`` parsed (sources as strings, every cell with an id).
+
+    A file unchanged since it was last read (same stamp) is not read, parsed or validated
+    again. With ``private`` the caller gets its own copy, to change; without, the cached one,
+    which it must only read.
+    """
     if not is_notebook(path):
         raise ToolError(
             f"{shown} is not a notebook (.ipynb); the notebook tools work on notebooks, the "
@@ -112,10 +154,8 @@ def load_notebook(ctx: ToolContext, path: Path, shown: str) -> NotebookNode:
         )
     if not path.exists():
         raise ToolError(f"Notebook not found: {shown}")
-    nb = read_notebook(read_raw_text(ctx, path, shown), shown)
-    check_structure(nb, shown)
-    _normalised(nb)
-    return nb
+    nb = _parse(ctx, path, shown)
+    return copy.deepcopy(nb) if private else nb
 
 
 class FileNotebook:
@@ -147,6 +187,10 @@ class FileNotebook:
 
     async def snapshot(self) -> dict[str, Any]:
         return await asyncio.to_thread(load_notebook, self.ctx, self.path, self.shown)
+
+    def version(self) -> Hashable | None:
+        stamp = stamp_of(self.path)
+        return None if stamp is None else ("file", str(self.path), stamp)
 
     async def change(self, edit: Callable[[dict[str, Any]], T]) -> T:
         return await asyncio.to_thread(self._change, edit)
@@ -265,5 +309,6 @@ class FileNotebooks:
         self.ctx = ctx
 
     async def open(self, path: Path, shown: str) -> FileNotebook:
-        await asyncio.to_thread(load_notebook, self.ctx, path, shown)  # clear errors up front
+        # Clear errors up front; the parse is cached, so the snapshot that follows is cheap.
+        await asyncio.to_thread(load_notebook, self.ctx, path, shown, private=False)
         return FileNotebook(self.ctx, path, shown)

@@ -21,9 +21,11 @@ import asyncio
 import contextlib
 import copy
 import difflib
+import itertools
 import threading
 import time
-from collections.abc import AsyncIterator, Callable
+import weakref
+from collections.abc import AsyncIterator, Callable, Hashable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -245,6 +247,9 @@ class WindowNotebook:
         answer.pop("path", None)
         return _normalised(answer, self.shown)
 
+    def version(self) -> Hashable | None:
+        return None  # the window's cells change without the server hearing of it
+
     async def change(self, edit: Callable[[dict[str, Any]], T]) -> T:
         async with held(self.ctx.locks(self.path)):
             nb = await self.snapshot()
@@ -284,6 +289,41 @@ class WindowNotebook:
         await self._runs.finished(cell_id, execution_count)
 
 
+_serials = itertools.count(1)
+
+
+class _Changes:
+    """Counts the transactions that changed one shared document, and keeps its last snapshot.
+
+    Every change reaches the document as a transaction (an agent's, a window's edit over the
+    websocket, a reload from the file), deletions included, so an unchanged count means an
+    unchanged document; reading it is no transaction that changes it.
+    """
+
+    def __init__(self, ydoc: Any) -> None:
+        self.serial = next(_serials)  # ids of collected documents may be reused; this is not
+        self.count = 0
+        self.snapshot: tuple[int, dict[str, Any]] | None = None
+        self.subscription = ydoc.ydoc.observe(self._changed)
+
+    def _changed(self, _event: Any) -> None:
+        self.count += 1
+
+
+#: The change counts of the shared documents tools opened, for as long as each lives.
+_changes: weakref.WeakKeyDictionary[Any, _Changes] = weakref.WeakKeyDictionary()
+
+
+def _changes_of(ydoc: Any) -> _Changes | None:
+    found = _changes.get(ydoc)
+    if found is None:
+        try:
+            found = _changes[ydoc] = _Changes(ydoc)
+        except (AttributeError, TypeError):  # not a pycrdt-backed document: count nothing
+            return None
+    return found
+
+
 class SharedNotebook:
     """A notebook changed in the server's shared document (jupyter-collaboration)."""
 
@@ -303,10 +343,23 @@ class SharedNotebook:
         self.path = path
         self.shown = shown
         self._ydoc = ydoc
+        self._changes = _changes_of(ydoc)
         self._runs = _LiveRuns(self._show_run, flush_interval, output_limit)
 
     async def snapshot(self) -> dict[str, Any]:
-        return _normalised(copy.deepcopy(self._ydoc.get()), self.shown)
+        changes = self._changes
+        if changes is None:
+            return _normalised(copy.deepcopy(self._ydoc.get()), self.shown)
+        count = changes.count
+        if changes.snapshot is None or changes.snapshot[0] != count:
+            # Converting the document to Python costs milliseconds; keep it while unchanged.
+            changes.snapshot = (count, _normalised(self._ydoc.get(), self.shown))
+        return copy.deepcopy(changes.snapshot[1])
+
+    def version(self) -> Hashable | None:
+        if self._changes is None:
+            return None
+        return ("shared", self._changes.serial, self._changes.count)
 
     async def change(self, edit: Callable[[dict[str, Any]], T]) -> T:
         async with held(self.ctx.locks(self.path)):

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import re
 import urllib.parse
+from collections.abc import Hashable
 from pathlib import Path
 from typing import Any
 
@@ -73,6 +74,18 @@ async def open_notebook(ctx: ToolContext, path_in_project: str | None) -> Notebo
     if notebooks is None:
         raise ToolError("This server has no notebook documents (its services were not built)")
     return await notebooks.open(path, ctx.relative(path))
+
+
+async def notebook_version(ctx: ToolContext, arguments: dict[str, Any]) -> Hashable | None:
+    """What a read of the notebook ``arguments`` name is computed from: which document it is
+    and its version (see ``Tool.result_version``); None when its changes cannot be told.
+
+    The kernel an answer names is not part of it: later windows of one caller give the answer
+    as it was at the first, which is consistent, where recomputing it could shift the text.
+    """
+    doc = await open_notebook(ctx, arguments.get("pathInProject"))
+    version = doc.version()
+    return None if version is None else (doc.location, str(doc.path), version)
 
 
 #: Characters of one output's text in a listing of cells, and in one cell read in full.

@@ -601,17 +601,20 @@ class MCPSurface:
         # one is cancelled by the SDK, which watches its connection.
         session = _session_id(rctx)
         key = None if session is None else (session, str(rctx.request_id))
+        user = getattr(getattr(rctx, "request", None), "scope", {}).get("user")
+        # Who pages through result windows: one session of one user (none without a session).
+        caller = None if session is None else (session, str(getattr(user, "username", user)))
         try:
             with anyio.CancelScope() as scope:
                 if key is not None:
-                    request = getattr(rctx, "request", None)
-                    self._calls[key] = (scope, getattr(request, "scope", {}).get("user"))
+                    self._calls[key] = (scope, user)
                 result = await self.registry.call(
                     name,
                     dict(params.arguments or {}),
                     self.ctx,
                     always_window=True,
                     toolsets=_toolsets(rctx),
+                    caller=caller,
                 )
             if scope.cancelled_caught:
                 answer = error_result(f"{name} was stopped: the client went away")

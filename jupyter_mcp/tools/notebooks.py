@@ -19,6 +19,7 @@ from ..lab.notebooks import (
     cell_images,
     cell_object,
     kernel_of,
+    notebook_version,
     open_notebook,
 )
 
@@ -66,6 +67,7 @@ EXPECTED = {
     read_only=True,
     idempotent=True,
     title="Read notebook cells",
+    result_version=notebook_version,
 )
 async def get_notebook_cells(
     ctx: ToolContext,
@@ -107,6 +109,7 @@ async def get_notebook_cells(
     read_only=True,
     idempotent=True,
     title="Read notebook cell",
+    result_version=notebook_version,
 )
 async def get_notebook_cell(
     ctx: ToolContext,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import threading
 
 import pytest
@@ -306,3 +307,92 @@ def test_start_and_end_of_a_call_share_its_id(ctx):
 
     assert events == [("start", 1), ("end", 1, True), ("start", 2), ("end", 2, False)]
     assert current_call_id.get() is None  # outside a call
+
+
+def _versioned_registry() -> tuple[Registry, dict[str, int]]:
+    """A read-only tool over a ``state`` whose version says when it changed."""
+    state = {"version": 1, "computed": 0}
+    tools = ToolSet("files")
+
+    async def version(ctx: ToolContext, arguments: dict[str, object]) -> int:
+        return state["version"]
+
+    @tools.tool(
+        "long",
+        "A long answer.",
+        {"n": {"type": "integer"}},
+        read_only=True,
+        result_version=version,
+    )
+    def long(ctx: ToolContext, n: int = 0) -> dict[str, object]:
+        state["computed"] += 1
+        return {"version": state["version"], "n": n, "text": "v" * 100}
+
+    return Registry(tools), state
+
+
+def _page(registry: Registry, ctx: ToolContext, caller: object, start: int, **args: object):
+    window = {"resultStart": start, "resultEnd": start + 40}
+    return asyncio.run(
+        registry.call("long", {**args, **window}, ctx, always_window=True, caller=caller)
+    )
+
+
+def test_later_windows_are_cut_from_the_first_while_unchanged(ctx):
+    registry, state = _versioned_registry()
+    texts, start = [], 0
+    while True:
+        result = _page(registry, ctx, "me", start)
+        texts.append(result.text)
+        start += len(result.text)
+        if not result.more:
+            break
+    assert len(texts) > 2 and state["computed"] == 1  # the first window computed it, once
+    assert json.loads("".join(texts))["version"] == 1
+    # The first window is always computed afresh; other arguments are another answer.
+    _page(registry, ctx, "me", 0)
+    _page(registry, ctx, "me", 40, n=2)
+    assert state["computed"] == 3
+    # Without a caller (a surface that cannot say who pages) nothing is reused.
+    for _ in range(2):
+        asyncio.run(registry.call("long", {"resultStart": 40}, ctx, always_window=True))
+    assert state["computed"] == 5
+
+
+def test_a_change_between_windows_is_said_never_answered_from_the_old_text(ctx):
+    registry, state = _versioned_registry()
+    first = _page(registry, ctx, "me", 0)
+    other = _page(registry, ctx, "someone else", 0)
+    state["version"] = 2
+    with pytest.raises(ToolError, match="changed since its first window.*resultStart 0"):
+        _page(registry, ctx, "me", len(first.text))
+    with pytest.raises(ToolError, match="changed since its first window"):
+        _page(registry, ctx, "someone else", len(other.text))
+    # Going on anyway is refused once only: the window is then one of the new answer.
+    computed = state["computed"]
+    new = json.dumps({"version": 2, "n": 0, "text": "v" * 100}, ensure_ascii=False)
+    assert _page(registry, ctx, "me", 40).text == new[40:80]
+    assert state["computed"] == computed + 1
+    texts, start = [], 0
+    while True:
+        result = _page(registry, ctx, "me", start)
+        texts.append(result.text)
+        start += len(result.text)
+        if not result.more:
+            break
+    assert json.loads("".join(texts))["version"] == 2
+
+
+def test_the_window_cache_is_bounded():
+    from jupyter_mcp.core.registry import ResultWindows
+
+    windows = ResultWindows(entries=2, chars=10)
+    windows.put("a", 1, "aaaa", None)
+    windows.put("b", 1, "bbbb", None)
+    assert windows.get("a") is not None  # a is now the most recently used
+    windows.put("c", 1, "cccc", None)
+    assert windows.get("b") is None and windows.get("a") is not None
+    windows.put("d", 1, "dddddddd", None)  # over the characters: the oldest go
+    assert windows.get("a") is None and windows.get("c") is None and windows.get("d")
+    windows.put("e", 1, "e" * 11, None)  # larger than the whole cache: not kept
+    assert windows.get("e") is None

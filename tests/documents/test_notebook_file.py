@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import threading
 import time
 from pathlib import Path
@@ -238,3 +239,45 @@ async def test_binary_junk_and_lone_surrogates_in_outputs_keep_the_notebook_load
     outputs = stored.cells[0].outputs
     assert outputs[0].text == "a\x00b\x07\x1b[31mred\ufffd\ufffdz"
     assert outputs[1].data["text/plain"] == "\ufffd"
+
+
+async def test_an_unchanged_file_is_parsed_once_and_a_changed_one_is_read_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from jupyter_mcp.documents import notebook_file
+
+    ctx = _context(tmp_path)
+    path = tmp_path / "n.ipynb"
+    _write(path, "a = 1", "b = 2")
+    parses = []
+    parse = notebook_file.read_notebook
+    monkeypatch.setattr(
+        notebook_file, "read_notebook", lambda raw, shown: parses.append(shown) or parse(raw, shown)
+    )
+    doc = await open_notebook(ctx, "n.ipynb")
+    first = await doc.snapshot()
+    version = doc.version()
+    assert [c["source"] for c in first["cells"]] == ["a = 1", "b = 2"] and len(parses) == 1
+    # Each snapshot is the caller's own: changing one changes neither the cache nor the next.
+    first["cells"][0]["source"] = "changed by the caller"
+    again = await (await open_notebook(ctx, "n.ipynb")).snapshot()
+    assert again["cells"][0]["source"] == "a = 1" and len(parses) == 1
+    assert doc.version() == version
+    # Same size, written in place (same inode) and atomically (new inode): both are seen.
+    before = path.stat()
+    _write(path, "a = 3", "b = 2")
+    assert path.stat().st_size == before.st_size
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns + 1))
+    assert doc.version() != version
+    assert (await doc.snapshot())["cells"][0]["source"] == "a = 3" and len(parses) == 2
+    version = doc.version()
+    replacement = tmp_path / "new.ipynb"
+    _write(replacement, "a = 4", "b = 2")
+    os.utime(replacement, ns=(path.stat().st_atime_ns, path.stat().st_mtime_ns))
+    os.replace(replacement, path)
+    assert doc.version() != version
+    assert (await doc.snapshot())["cells"][0]["source"] == "a = 4" and len(parses) == 3
+    # A file broken after a good read is refused, never answered from the cache.
+    path.write_text("{not json")
+    with pytest.raises(ToolError, match="n.ipynb is not a valid notebook"):
+        await open_notebook(ctx, "n.ipynb")

@@ -438,3 +438,59 @@ async def test_a_running_cell_streams_into_the_document(
     stored = await on_disk(path, lambda nb: nb.cells[1].get("execution_count") == 12)
     assert stored.cells[1].outputs[0].text == "0\n1\n2\n3\n4\n"
     nbformat.validate(stored)
+
+
+# --- reading a long answer in result windows ----------------------------------------------
+
+
+async def _read_windows(client: Client, arguments: dict[str, Any], between: Any = None) -> Any:
+    """The whole answer read window by window (``between()`` runs after the first), or the
+    error text of the window that failed."""
+    text, offset = "", 0
+    while True:
+        result = await client.call_tool("get_notebook_cells", {**arguments, "resultStart": offset})
+        if result.is_error:
+            return result.content[0].text
+        window = result.content[0].text
+        text, offset = text + window, offset + len(window)
+        if between is not None and offset == len(window):
+            await between()
+        if len(result.content) == 1:  # the last window has no note about the rest
+            return json.loads(text)
+
+
+async def test_a_notebook_changed_between_windows_is_never_answered_from_the_old_text(
+    connect: Any, jp_root_dir: Path, collaboration: bool
+) -> None:
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(f"x{i} = {i}  # {'.' * 300}") for i in range(60)]
+    (jp_root_dir / "long.ipynb").write_text(nbformat.writes(nb))
+    ids = [c.id for c in nb.cells]
+    arguments = {"pathInProject": "long.ipynb", "limit": 100}
+    async with connect() as client:
+        whole = await _read_windows(client, arguments)
+        assert [c["cellId"] for c in whole["cells"]] == ids  # several windows, one answer
+        assert await _read_windows(client, arguments) == whole
+
+        async def edit() -> None:
+            result = await client.call_tool(
+                "edit_notebook_cell",
+                {"pathInProject": "long.ipynb", "cellId": ids[59], "source": "x59 = 'new'"},
+            )
+            assert not result.is_error, result.content
+
+        said = await _read_windows(client, arguments, between=edit)
+        assert isinstance(said, str) and "changed since its first window" in said
+        fresh = await _read_windows(client, arguments)
+        assert fresh["cells"][59]["source"] == "x59 = 'new'"
+        assert fresh["cells"][:59] == whole["cells"][:59]
+        if not collaboration:
+            # A write by anyone else (here: straight into the file) is seen the same way.
+            async def write() -> None:
+                nb.cells[59].source = "x59 = 'written'"
+                (jp_root_dir / "long.ipynb").write_text(nbformat.writes(nb))
+
+            said = await _read_windows(client, arguments, between=write)
+            assert isinstance(said, str) and "changed since its first window" in said
+            fresh = await _read_windows(client, arguments)
+            assert fresh["cells"][59]["source"] == "x59 = 'written'"
