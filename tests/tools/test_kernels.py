@@ -48,9 +48,14 @@ def collaboration(request: pytest.FixtureRequest) -> bool:
 
 
 @pytest.fixture
-def jp_server_config(collaboration: bool, tmp_path: Path) -> dict[str, Any]:
+def jp_server_config(
+    collaboration: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> dict[str, Any]:
     store = tmp_path / "collaboration"
     store.mkdir()
+    # A document room the server opens itself keeps its store in the working directory
+    # whatever the configuration says (jupyter_server_ydoc 3.0): keep it out of the checkout.
+    monkeypatch.chdir(store)
     return server_config(collaboration=collaboration, store=store)
 
 
