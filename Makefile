@@ -58,7 +58,7 @@ $(BIN)/python:
 # labextension is built by its own target below. A reinstall first drops the `develop` link so
 # pip never writes through it into jupyter_mcp/labextension.
 $(STAMPS)/install: pyproject.toml | $(BIN)/python
-	@echo "==> installing jupyter-mcp-ide (editable, with the test extra) into .venv"
+	@echo "==> installing jupyter-mcp-ide (editable, with the test and collab extras) into .venv"
 	@$(QUIET) $(BIN)/python -m pip install -q \
 		"hatchling>=1.18" "hatch-jupyter-builder>=0.9" editables "jupyterlab>=4.6,<5"
 	@if [ -L $(VENV)/share/jupyter/labextensions/jupyter-mcp ]; then \

@@ -129,15 +129,10 @@ async def test_an_agent_fixes_a_failing_cell_runs_it_and_those_below_and_looks_a
     path = _notebook(
         jp_root_dir,
         "analysis.ipynb",
-        "class Table:\n"
-        "    def __init__(self, rows): self.rows = rows\n"
-        "    @property\n"
-        "    def shape(self): return (len(self.rows), len(self.rows[0]))\n"
-        "    def __len__(self): return len(self.rows)\n"
-        "    def __repr__(self): return f'Table({len(self.rows)} rows)'",
+        "import pandas as pd",
         "rows = [(i, i * i) for i in range(5)]",
-        "table = Table(rowz)",
-        "print('total', sum(r[1] for r in table.rows))",
+        "table = pd.DataFrame(rowz, columns=['n', 'square'])",
+        "print('total', table['square'].sum())",
     )
     async with connect() as client:
         # Given a notebook whose third cell fails when the agent runs it
@@ -156,7 +151,7 @@ async def test_an_agent_fixes_a_failing_cell_runs_it_and_those_below_and_looks_a
             cellId=failing["cellId"],
             searchText="rowz",
             replaceText="rows",
-            expectedSource="table = Table(rowz)",
+            expectedSource="table = pd.DataFrame(rowz, columns=['n', 'square'])",
         )
         second = await _call(
             client, "execute_notebook_cells", pathInProject="analysis.ipynb", fromIndex=index
@@ -165,19 +160,14 @@ async def test_an_agent_fixes_a_failing_cell_runs_it_and_those_below_and_looks_a
         assert second["status"] == "ok"
         assert [c["executionCount"] for c in second["cells"]] == [4, 5]
         assert second["cells"][1]["outputs"][0]["text"] == "total 30\n"
-        # And the kernel shows the table's shape
+        # And the kernel shows the DataFrame's shape
         variables = await _call(
             client, "get_kernel_variables", pathInProject="analysis.ipynb", names=["table"]
         )
-        assert variables == [
-            {
-                "name": "table",
-                "type": "__main__.Table",
-                "value": "Table(5 rows)",
-                "length": 5,
-                "shape": [5, 2],
-            }
+        assert [(v["name"], v["type"], v["length"], v["shape"]) for v in variables] == [
+            ("table", "pandas.DataFrame", 5, [5, 2])
         ]
+        assert variables[0]["value"].split()[:2] == ["n", "square"]
     saved = await on_disk(path, lambda nb: nb.cells[3].execution_count == 5)
     assert [c.execution_count for c in saved.cells] == [1, 2, 4, 5]
     assert saved.cells[2].outputs == []
