@@ -4,16 +4,12 @@ wrong value by stopping in the function it calls and reading the locals, then fi
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-import httpx2
 import nbformat
 import pytest
 from mcp import Client
-from mcp.client.streamable_http import streamable_http_client
 
 from jupyter_mcp.documents.notebook_view import cell_marker_lines, notebook_view
 
@@ -26,35 +22,6 @@ AVERAGE = (
     "        total += v\n"
     "    return total / (len(values) + 1)\n"
 )
-
-
-@pytest.fixture
-def connect(
-    http_server: Any, http_server_port: tuple[Any, int], jp_base_url: str, jp_serverapp: Any
-):  # type: ignore[no-untyped-def]
-    url = f"http://127.0.0.1:{http_server_port[1]}{jp_base_url}mcp"
-    token = jp_serverapp.identity_provider.token
-
-    @asynccontextmanager
-    async def _connect() -> AsyncIterator[Client]:
-        async with httpx2.AsyncClient(headers={"Authorization": f"token {token}"}) as http:
-            async with Client(
-                streamable_http_client(url, http_client=http), mode="legacy"
-            ) as client:
-                yield client
-
-    return _connect
-
-
-@pytest.fixture(autouse=True)
-def _no_kernels_left(jp_serverapp: Any, jp_asyncio_loop: Any) -> Iterator[None]:
-    yield
-
-    async def end_sessions() -> None:
-        for session in await jp_serverapp.session_manager.list_sessions():
-            await jp_serverapp.session_manager.delete_session(session["id"])
-
-    jp_asyncio_loop.run_until_complete(end_sessions())
 
 
 async def _call(client: Client, tool: str, **arguments: Any) -> Any:

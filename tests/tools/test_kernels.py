@@ -8,100 +8,17 @@ where they stream into the server's shared document, which saves the file shortl
 from __future__ import annotations
 
 import asyncio
-import base64
 import json
-from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import anyio
-import httpx2
 import nbformat
-import pytest
 from mcp import Client
-from mcp.client.streamable_http import streamable_http_client
-from server_configs import collaboration_installed, server_config
+from notebook_files import PNG, on_disk
 
-PNG = base64.b64encode(
-    bytes.fromhex(
-        "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
-        "1f15c4890000000d49444154789c6360f80f000001010000050dfa5c0000000049454e44ae426082"
-    )
-).decode()
-
-
-@pytest.fixture(
-    params=[
-        "file",
-        pytest.param(
-            "collaboration",
-            marks=pytest.mark.skipif(
-                not collaboration_installed(), reason="jupyter-collaboration is not installed"
-            ),
-        ),
-    ]
-)
-def collaboration(request: pytest.FixtureRequest) -> bool:
-    """Whether this run has jupyter-collaboration enabled."""
-    return bool(request.param == "collaboration")
-
-
-@pytest.fixture
-def jp_server_config(
-    collaboration: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> dict[str, Any]:
-    store = tmp_path / "collaboration"
-    store.mkdir()
-    # A document room the server opens itself keeps its store in the working directory
-    # whatever the configuration says (jupyter_server_ydoc 3.0): keep it out of the checkout.
-    monkeypatch.chdir(store)
-    return server_config(collaboration=collaboration, store=store)
-
-
-async def on_disk(path: Path, check: Any, timeout: float = 20.0) -> Any:
-    """The notebook file once ``check(notebook)`` holds (a shared document saves it shortly
-    after each change; a file-backed one has it at once)."""
-    deadline = asyncio.get_running_loop().time() + timeout
-    while True:
-        try:
-            nb = nbformat.read(path, as_version=4)
-            if check(nb):
-                return nb
-        except Exception:  # caught mid-save
-            pass
-        if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError(f"{path.name} never reached the state wanted")
-        await asyncio.sleep(0.05)
-
-
-@pytest.fixture
-def connect(
-    http_server: Any, http_server_port: tuple[Any, int], jp_base_url: str, jp_serverapp: Any
-):  # type: ignore[no-untyped-def]
-    url = f"http://127.0.0.1:{http_server_port[1]}{jp_base_url}mcp"
-    token = jp_serverapp.identity_provider.token
-
-    @asynccontextmanager
-    async def _connect() -> AsyncIterator[Client]:
-        async with httpx2.AsyncClient(headers={"Authorization": f"token {token}"}) as http:
-            async with Client(
-                streamable_http_client(url, http_client=http), mode="legacy"
-            ) as client:
-                yield client
-
-    return _connect
-
-
-@pytest.fixture(autouse=True)
-def _no_kernels_left(jp_serverapp: Any, jp_asyncio_loop: Any) -> Iterator[None]:
-    yield
-
-    async def end_sessions() -> None:
-        for session in await jp_serverapp.session_manager.list_sessions():
-            await jp_serverapp.session_manager.delete_session(session["id"])
-
-    jp_asyncio_loop.run_until_complete(end_sessions())
+#: Every test runs with the notebook in its file and in the shared document (see conftest).
+BOTH_BACKENDS = True
 
 
 def _notebook(root: Path, name: str, *sources: str) -> Path:

@@ -8,71 +8,17 @@ changed in the server's shared document (which saves it to the file shortly afte
 from __future__ import annotations
 
 import asyncio
-import base64
 import json
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-import httpx2
 import nbformat
 import pytest
 from mcp import Client, MCPError
-from mcp.client.streamable_http import streamable_http_client
-from server_configs import collaboration_installed, server_config
+from notebook_files import PNG, on_disk
 
-# A 1x1 PNG.
-PNG = base64.b64encode(
-    bytes.fromhex(
-        "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
-        "1f15c4890000000d49444154789c6360f80f000001010000050dfa5c0000000049454e44ae426082"
-    )
-).decode()
-
-
-@pytest.fixture(
-    params=[
-        "file",
-        pytest.param(
-            "collaboration",
-            marks=pytest.mark.skipif(
-                not collaboration_installed(), reason="jupyter-collaboration is not installed"
-            ),
-        ),
-    ]
-)
-def collaboration(request: pytest.FixtureRequest) -> bool:
-    """Whether this run has jupyter-collaboration enabled."""
-    return bool(request.param == "collaboration")
-
-
-@pytest.fixture
-def jp_server_config(
-    collaboration: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> dict[str, Any]:
-    store = tmp_path / "collaboration"
-    store.mkdir()
-    # A document room the server opens itself keeps its store in the working directory
-    # whatever the configuration says (jupyter_server_ydoc 3.0): keep it out of the checkout.
-    monkeypatch.chdir(store)
-    return server_config(collaboration=collaboration, store=store)
-
-
-async def on_disk(path: Path, check: Any, timeout: float = 20.0) -> Any:
-    """The notebook file once ``check(notebook)`` holds (a shared document saves it shortly
-    after each change; a file-backed one has it at once)."""
-    deadline = asyncio.get_running_loop().time() + timeout
-    while True:
-        try:
-            nb = nbformat.read(path, as_version=4)
-            if check(nb):
-                return nb
-        except Exception:  # caught mid-save
-            pass
-        if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError(f"{path.name} never reached the state wanted")
-        await asyncio.sleep(0.05)
+#: Every test runs with the notebook in its file and in the shared document (see conftest).
+BOTH_BACKENDS = True
 
 
 async def unchanged(files: list[Path], before: list[bytes]) -> None:
@@ -339,24 +285,6 @@ async def test_read_only_mode_lists_the_read_tools_only(mcp_app: Any) -> None:
 
 
 # --- standard MCP: pictures, resources, two clients at once ------------------------------
-
-
-@pytest.fixture
-def connect(
-    http_server: Any, http_server_port: tuple[Any, int], jp_base_url: str, jp_serverapp: Any
-):  # type: ignore[no-untyped-def]
-    url = f"http://127.0.0.1:{http_server_port[1]}{jp_base_url}mcp"
-    token = jp_serverapp.identity_provider.token
-
-    @asynccontextmanager
-    async def _connect() -> AsyncIterator[Client]:
-        async with httpx2.AsyncClient(headers={"Authorization": f"token {token}"}) as http:
-            async with Client(
-                streamable_http_client(url, http_client=http), mode="legacy"
-            ) as client:
-                yield client
-
-    return _connect
 
 
 async def test_pictures_come_as_image_content_and_as_resources(

@@ -1,0 +1,35 @@
+"""Helpers of the notebook and kernel tool tests: a picture, and waiting for a notebook file to
+reach a state (a shared document saves it shortly after each change; a file-backed one has it
+at once)."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+from pathlib import Path
+from typing import Any
+
+import nbformat
+
+#: A 1x1 PNG, base64 as notebooks keep it.
+PNG = base64.b64encode(
+    bytes.fromhex(
+        "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
+        "1f15c4890000000d49444154789c6360f80f000001010000050dfa5c0000000049454e44ae426082"
+    )
+).decode()
+
+
+async def on_disk(path: Path, check: Any, timeout: float = 20.0) -> Any:
+    """The notebook file once ``check(notebook)`` holds."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while True:
+        try:
+            nb = nbformat.read(path, as_version=4)
+            if check(nb):
+                return nb
+        except Exception:  # caught mid-save
+            pass
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError(f"{path.name} never reached the state wanted")
+        await asyncio.sleep(0.05)
