@@ -210,7 +210,28 @@ class _LiveRuns:
         await self._show(run, "finished")
 
 
-class WindowNotebook:
+class _LiveExecution:
+    """The execution half of a live document: running cells go through its batcher (``_runs``),
+    which shows them in the document at most every flush interval."""
+
+    _runs: _LiveRuns
+
+    async def run_started(self, cell_id: str) -> None:
+        await self._runs.started(cell_id)
+
+    async def output(self, cell_id: str, output: dict[str, Any]) -> None:
+        self._runs.get(cell_id).add(output)
+        self._runs.changed()
+
+    async def clear_output(self, cell_id: str) -> None:
+        self._runs.get(cell_id).clear()
+        self._runs.changed()
+
+    async def run_finished(self, cell_id: str, execution_count: int | None) -> None:
+        await self._runs.finished(cell_id, execution_count)
+
+
+class WindowNotebook(_LiveExecution):
     """A notebook open in a JupyterLab window, changed through that window's live model."""
 
     location: Location = "window"
@@ -274,20 +295,6 @@ class WindowNotebook:
         if answer is None:
             raise self._closed()
 
-    async def run_started(self, cell_id: str) -> None:
-        await self._runs.started(cell_id)
-
-    async def output(self, cell_id: str, output: dict[str, Any]) -> None:
-        self._runs.get(cell_id).add(output)
-        self._runs.changed()
-
-    async def clear_output(self, cell_id: str) -> None:
-        self._runs.get(cell_id).clear()
-        self._runs.changed()
-
-    async def run_finished(self, cell_id: str, execution_count: int | None) -> None:
-        await self._runs.finished(cell_id, execution_count)
-
 
 _serials = itertools.count(1)
 
@@ -324,7 +331,7 @@ def _changes_of(ydoc: Any) -> _Changes | None:
     return found
 
 
-class SharedNotebook:
+class SharedNotebook(_LiveExecution):
     """A notebook changed in the server's shared document (jupyter-collaboration)."""
 
     location: Location = "shared"
@@ -405,20 +412,6 @@ class SharedNotebook:
             elif state == "finished":
                 ycell["execution_count"] = run.execution_count
                 ycell["execution_state"] = "idle"
-
-    async def run_started(self, cell_id: str) -> None:
-        await self._runs.started(cell_id)
-
-    async def output(self, cell_id: str, output: dict[str, Any]) -> None:
-        self._runs.get(cell_id).add(output)
-        self._runs.changed()
-
-    async def clear_output(self, cell_id: str) -> None:
-        self._runs.get(cell_id).clear()
-        self._runs.changed()
-
-    async def run_finished(self, cell_id: str, execution_count: int | None) -> None:
-        await self._runs.finished(cell_id, execution_count)
 
 
 def collaboration(serverapp: Any) -> Any:
