@@ -779,7 +779,12 @@ def test_breakpoints_show_in_the_debugger_and_gutter_clicks_come_back(lab: Lab, 
     line_of = {text: index + 1 for index, text in enumerate(view)}
     # Given the debugger is on for the notebook (its kernel is started for it)
     bug = page.locator(".jp-NotebookPanel:visible .jp-DebuggerBugButton button")
-    wait_for(lambda: bug.is_enabled(), timeout=60, what="the debugger to be available")
+    # count() does not wait: is_enabled() alone would wait 30 s for the button and raise
+    wait_for(
+        lambda: bug.count() > 0 and bug.is_enabled(),
+        timeout=90,
+        what="the debugger to be available",
+    )
     bug.click()
     cells = page.locator(".jp-NotebookPanel:visible .jp-CodeCell")
     wait_for(
@@ -871,7 +876,12 @@ def test_jupyterlabs_debugger_marks_the_line_where_the_agent_stopped(lab: Lab, p
     line = view.index("    y = x * 2") + 1
     # Given the user has JupyterLab's debugger on for the notebook
     bug = page.locator(".jp-NotebookPanel:visible .jp-DebuggerBugButton button")
-    wait_for(lambda: bug.is_enabled(), timeout=60, what="the debugger to be available")
+    # count() does not wait: is_enabled() alone would wait 30 s for the button and raise
+    wait_for(
+        lambda: bug.count() > 0 and bug.is_enabled(),
+        timeout=90,
+        what="the debugger to be available",
+    )
     bug.click()
     cells = page.locator(".jp-NotebookPanel:visible .jp-CodeCell")
     wait_for(
