@@ -374,7 +374,13 @@ async def test_the_users_jupyterlab_debugger_is_shared(
         assert ended["resumed"] is True and "stays on" in ended["message"]
         # (the user's breakpoint stops the loop twice more; the agent's cell is let go on)
         assert ended["run"]["state"] == "finished" and ended["run"]["status"] == "ok"
-        info = await lab_request(user, "debugInfo")
+        # ipykernel forgets a stopped thread when debugpy's "continued" event reaches it, which
+        # can come a moment after the cell's end on a loaded machine: ask until it has.
+        for _ in range(100):
+            info = await lab_request(user, "debugInfo")
+            if info["body"]["stoppedThreads"] == []:
+                break
+            await asyncio.sleep(0.1)
         assert info["body"]["isStarted"] is True and info["body"]["stoppedThreads"] == []
     finally:
         user.stop_channels()
