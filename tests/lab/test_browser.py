@@ -769,6 +769,22 @@ def test_a_long_call_shows_as_running_until_it_ends(lab: Lab, page: Any) -> None
     wait_for(lambda: status.inner_text().endswith("last: wait"), what="the status bar")
 
 
+def wait_for_debugger_button(page: Any, bug: Any) -> None:
+    """Wait until JupyterLab's debugger can be switched on for the visible notebook (its kernel
+    is up and says it can debug); on a time-out, keep a screenshot of what the page showed."""
+    try:
+        # count() does not wait: is_enabled() alone would wait 30 s for the button and raise.
+        wait_for(
+            lambda: bug.count() > 0 and bug.is_enabled(),
+            timeout=180,
+            what="the debugger to be available",
+        )
+    except AssertionError:
+        ARTIFACTS.mkdir(exist_ok=True)
+        page.screenshot(path=str(ARTIFACTS / "debugger-button-missing.png"))
+        raise
+
+
 # -- breakpoints and JupyterLab's debugger ----------------------------------------------------
 
 
@@ -779,12 +795,7 @@ def test_breakpoints_show_in_the_debugger_and_gutter_clicks_come_back(lab: Lab, 
     line_of = {text: index + 1 for index, text in enumerate(view)}
     # Given the debugger is on for the notebook (its kernel is started for it)
     bug = page.locator(".jp-NotebookPanel:visible .jp-DebuggerBugButton button")
-    # count() does not wait: is_enabled() alone would wait 30 s for the button and raise
-    wait_for(
-        lambda: bug.count() > 0 and bug.is_enabled(),
-        timeout=90,
-        what="the debugger to be available",
-    )
+    wait_for_debugger_button(page, bug)
     bug.click()
     cells = page.locator(".jp-NotebookPanel:visible .jp-CodeCell")
     wait_for(
@@ -876,12 +887,7 @@ def test_jupyterlabs_debugger_marks_the_line_where_the_agent_stopped(lab: Lab, p
     line = view.index("    y = x * 2") + 1
     # Given the user has JupyterLab's debugger on for the notebook
     bug = page.locator(".jp-NotebookPanel:visible .jp-DebuggerBugButton button")
-    # count() does not wait: is_enabled() alone would wait 30 s for the button and raise
-    wait_for(
-        lambda: bug.count() > 0 and bug.is_enabled(),
-        timeout=90,
-        what="the debugger to be available",
-    )
+    wait_for_debugger_button(page, bug)
     bug.click()
     cells = page.locator(".jp-NotebookPanel:visible .jp-CodeCell")
     wait_for(
