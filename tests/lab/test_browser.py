@@ -876,7 +876,22 @@ def test_the_window_reconnects_after_a_server_restart(lab: Lab, page: Any) -> No
     assert editor_text(lab) == "x = 1\n"
 
 
-def test_jupyterlabs_debugger_marks_the_line_where_the_agent_stopped(lab: Lab, page: Any) -> None:
+@pytest.fixture
+def fresh_lab(tmp_path: Path) -> Iterator[Lab]:
+    """A JupyterLab of its own: the module's page holds many notebooks and kernels by the end,
+    and on a loaded machine JupyterLab then took minutes to offer its debugger for one more."""
+    yield from _run_lab(tmp_path)
+
+
+@pytest.fixture
+def fresh_page(fresh_lab: Lab, browser: Any) -> Iterator[Any]:
+    yield from _browse(browser, fresh_lab)
+
+
+def test_jupyterlabs_debugger_marks_the_line_where_the_agent_stopped(
+    fresh_lab: Lab, fresh_page: Any
+) -> None:
+    lab, page = fresh_lab, fresh_page
     write_notebook(
         lab,
         "dbg/n.ipynb",
