@@ -255,18 +255,31 @@ def error_result(message: str) -> dict[str, Any]:
 class _Server(Server[Any]):
     """The SDK server, advertising ``tools.listChanged`` on the legacy handshake."""
 
+    _default_options: InitializationOptions | None = None
+
     def create_initialization_options(
         self,
         notification_options: NotificationOptions | None = None,
         experimental_capabilities: dict[str, dict[str, Any]] | None = None,
         extensions: dict[str, dict[str, Any]] | None = None,
     ) -> InitializationOptions:
-        """As the SDK's, with ``tools/list_changed`` notifications announced."""
-        return super().create_initialization_options(
+        """As the SDK's, with ``tools/list_changed`` notifications announced.
+
+        The SDK asks for the default options on every ``initialize``; they depend only on the
+        handlers, set once in the constructor, so they are built once (building them cost
+        about three tool calls per session opened).
+        """
+        default = (notification_options, experimental_capabilities, extensions) == (None,) * 3
+        if default and self._default_options is not None:
+            return self._default_options
+        options = super().create_initialization_options(
             notification_options or NotificationOptions(tools_changed=True),
             experimental_capabilities,
             extensions,
         )
+        if default:
+            self._default_options = options
+        return options
 
 
 # The IDE is tools, plus the pictures of notebook outputs as resources (a template, read on
@@ -412,6 +425,8 @@ class MCPSurface:
         # The standalone channel of each legacy session, for tools/list_changed.
         self._sessions: OrderedDict[str, Any] = OrderedDict()
         self._visible: tuple[str, ...] = ()
+        # Each tool's declaration in wire form (see _wire_tool), by name.
+        self._wire_tools: dict[str, tuple[Tool, int, dict[str, Any]]] = {}
         # The running calls of legacy sessions, by (session id, request id), to cancel.
         self._calls: dict[tuple[str, str], tuple[anyio.CancelScope, Any]] = {}
         # 2026-07-28 clients hear of changes on a ``subscriptions/listen`` stream.
@@ -426,7 +441,7 @@ class MCPSurface:
                 description="A running Jupyter server as an IDE for AI agents.",
                 instructions=INSTRUCTIONS.format(window=ctx.settings.result_window),
                 get_tool_input_schema=self._input_schema,
-                on_list_tools=self._list_tools,
+                on_list_tools=cast(Any, self._list_tools),
                 # The result goes out in its wire form (a dict, which the SDK's runner takes
                 # besides its models): see call_tool_result.
                 on_call_tool=cast(Any, self._call_tool),
@@ -574,17 +589,34 @@ class MCPSurface:
 
     async def _list_tools(
         self, rctx: Any, params: types.PaginatedRequestParams | None
-    ) -> types.ListToolsResult:
+    ) -> dict[str, Any]:
         offset = decode_cursor(params.cursor if params is not None else None)
         visible = self.registry.visible(self.ctx, _toolsets(rctx))
         if offset > len(visible):
             raise MCPError(types.INVALID_PARAMS, "Invalid cursor: past the end of the tool list")
         page = visible[offset : offset + self.page_size]
         following = offset + len(page)
-        return types.ListToolsResult(
-            tools=[mcp_tool(t, self.ctx.settings.result_window) for t in page],
-            next_cursor=encode_cursor(following) if following < len(visible) else None,
-        )
+        # In wire form, like call results (the SDK validates it on the way out): the envelope
+        # (the caching fields of 2026-07-28 among them) from the SDK's model, the tools cached.
+        answer = types.ListToolsResult(
+            tools=[], next_cursor=encode_cursor(following) if following < len(visible) else None
+        ).model_dump(by_alias=True, mode="json", exclude_none=True)
+        answer["tools"] = [self._wire_tool(t) for t in page]
+        return answer
+
+    def _wire_tool(self, tool: Tool) -> dict[str, Any]:
+        """The wire form of :func:`mcp_tool`, made once per registered tool object and window.
+
+        Every session lists the tools once, and 60 declarations with their schemas were the
+        costliest answer a session asks for. A tool that is registered again (a plugin
+        reloaded) is a new object and gets a new declaration.
+        """
+        window = self.ctx.settings.result_window
+        cached = self._wire_tools.get(tool.name)
+        if cached is None or cached[0] is not tool or cached[1] != window:
+            wire = mcp_tool(tool, window).model_dump(by_alias=True, mode="json", exclude_none=True)
+            cached = self._wire_tools[tool.name] = (tool, window, wire)
+        return cached[2]
 
     # -- tools/call ---------------------------------------------------------------------------
 
@@ -594,6 +626,7 @@ class MCPSurface:
             raise MCPError(types.INVALID_PARAMS, f"Unknown tool: {name}")
         progress = self._progress_relay(rctx)
         logs = self._log_relay(rctx)
+        toolsets = _toolsets(rctx)
         reporter_token = progress_reporter.set(progress.report if progress else None)
         sink_token = _call_log_sink.set(logs.record if logs else None)
         finished = False
@@ -613,7 +646,7 @@ class MCPSurface:
                     dict(params.arguments or {}),
                     self.ctx,
                     always_window=True,
-                    toolsets=_toolsets(rctx),
+                    toolsets=toolsets,
                     caller=caller,
                 )
             if scope.cancelled_caught:
