@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import time
 from pathlib import Path
 from typing import Any
@@ -74,6 +75,8 @@ async def test_the_server_starts_its_helpers_in_the_background(
     assert services.code.current is not None
     assert services.code.current.worker.proc.poll() is None
     assert sorted(spawned) == ["jupyter_mcp.code.engine", "jupyter_mcp.search.engine"]
+    # And the start-up heap is out of the collector's full collections until the server stops
+    assert gc.get_freeze_count() > 10_000
     # And the first calls use them, seeing the project as it is now
     (jp_root_dir / "late.txt").write_text("helper, written after the warm-up\n")
     found = await ok("search_in_files_content", searchText="helper")
@@ -81,6 +84,8 @@ async def test_the_server_starts_its_helpers_in_the_background(
     symbols = await ok("get_symbols_in_file", pathInProject="m.py")
     assert "helper" in str(symbols) and "Thing" in str(symbols)
     assert len(spawned) == 2
+    await mcp_app.stop_extension()
+    assert gc.get_freeze_count() == 0
 
 
 async def test_concurrent_first_calls_share_one_worker(

@@ -404,14 +404,14 @@ class EditorBridge:
         except RuntimeError:  # a call run outside the server's loop has no window to show in
             return
         started = time.time() * 1000
-        summary = summarize_arguments(arguments, limit=60)
 
         def show() -> None:
             self._running_soon.pop(call_id, None)
             record = {
                 "id": f"{self._instance}-{call_id}",
                 "tool": name,
-                "arguments": summary,
+                # Summarized only for the calls that last long enough to be shown running.
+                "arguments": summarize_arguments(arguments, limit=60),
                 "ok": True,
                 "error": None,
                 "durationMs": round(time.time() * 1000 - started, 1),

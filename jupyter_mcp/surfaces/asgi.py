@@ -186,6 +186,8 @@ class StreamableHTTPHandler(MCPBaseHandler):
     """``POST/GET/DELETE {base_url}mcp``: standard MCP (Streamable HTTP, both protocol eras)."""
 
     _disconnected: asyncio.Event | None = None
+    # The legacy-session call this POST carries, stopped if its client leaves (see _serve).
+    _call: tuple[MCPSurface, str, Any, Any] | None = None
 
     @property
     def surface(self) -> MCPSurface:
@@ -198,6 +200,10 @@ class StreamableHTTPHandler(MCPBaseHandler):
         """The client went away: tell the SDK, which cancels a call still running for it."""
         if self._disconnected is not None:
             self._disconnected.set()
+        if self._call is not None:
+            surface, session_id, request_id, owner = self._call
+            self._call = None
+            surface.cancel_call(session_id, request_id, owner)
 
     async def _serve(self) -> None:
         # The SDK reads the choice again per message (MCPSurface); refuse a bad one here, as an
@@ -227,7 +233,6 @@ class StreamableHTTPHandler(MCPBaseHandler):
         app: ASGIApp = surface.handle
         owner = session_owner(self)
         session_id = self.request.headers.get("Mcp-Session-Id")
-        watch: asyncio.Future[None] | None = None
         if self.request.method == "POST" and session_id is not None:
             message = _parsed(self.request.body)
             if surface.answers_as_json(message, session_id):
@@ -236,10 +241,9 @@ class StreamableHTTPHandler(MCPBaseHandler):
                 # nothing as JSON itself, and watches their connection to cancel them.)
                 app = functools.partial(surface.handle, json_answer=True)
             if isinstance(message, dict) and message.get("method") == "tools/call":
-                # The SDK does not stop a legacy call whose client left: this does.
-                watch = asyncio.ensure_future(
-                    _cancel_when(self._disconnected, surface, session_id, message.get("id"), owner)
-                )
+                # The SDK does not stop a legacy call whose client left: on_connection_close
+                # does (a callback, not a task per call watching the connection).
+                self._call = (surface, session_id, message.get("id"), owner)
         try:
             await serve_asgi(
                 self,
@@ -250,8 +254,7 @@ class StreamableHTTPHandler(MCPBaseHandler):
                 user=owner,
             )
         finally:
-            if watch is not None:
-                watch.cancel()
+            self._call = None
 
     @web.authenticated
     @authorized("execute")  # a message may call a tool, which runs commands and kernels
@@ -274,13 +277,6 @@ class StreamableHTTPHandler(MCPBaseHandler):
     def error_payload(self, reason: str) -> dict[str, Any]:
         """HTTP-level refusals (auth, origin) as a JSON-RPC error without id."""
         return {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": reason}}
-
-
-async def _cancel_when(
-    disconnected: asyncio.Event, surface: MCPSurface, session_id: str, request_id: Any, owner: Any
-) -> None:
-    await disconnected.wait()
-    surface.cancel_call(session_id, request_id, owner)
 
 
 def _parsed(body: bytes | None) -> Any:
