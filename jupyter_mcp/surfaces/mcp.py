@@ -202,6 +202,8 @@ def unicode_safe(value: Any) -> Any:
     SDK's pydantic parser among them) refuse the JSON escapes they become, and drop the session.
     """
     if isinstance(value, str):
+        if value.isascii():  # most text, told without reading it (CPython keeps the flag)
+            return value
         return _SURROGATE.sub("\ufffd", value) if _SURROGATE.search(value) else value
     if isinstance(value, dict):
         return {unicode_safe(k): unicode_safe(v) for k, v in value.items()}
