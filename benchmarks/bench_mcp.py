@@ -26,14 +26,10 @@ import argparse
 import asyncio
 import json
 import os
-import secrets
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -42,66 +38,12 @@ import httpx2
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
+sys.path.insert(0, str(Path(__file__).parent))
+from _server import jupyter_server  # noqa: E402
+
 #: The protocol revision the SDK's legacy mode negotiates (the rows are labelled by it).
 LEGACY = "2025-11-25"
 RAW_ROW = f"MCP tools/call ({LEGACY}), httpx client"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def start_server(root: Path, home: Path, token: str) -> tuple[subprocess.Popen[bytes], str]:
-    """A ``jupyter server`` with jupyter_mcp serving ``root``; its base URL."""
-    port = free_port()
-    config = {
-        "ServerApp": {
-            "jpserver_extensions": {"jupyter_mcp": True},
-            "ip": "127.0.0.1",
-            "port": port,
-            "port_retries": 0,
-            "open_browser": False,
-            "root_dir": str(root),
-        },
-        "IdentityProvider": {"token": token},
-    }
-    (home / "config.json").write_text(json.dumps(config))
-    env = {
-        **os.environ,
-        "JUPYTER_CONFIG_DIR": str(home / "config"),
-        "JUPYTER_RUNTIME_DIR": str(home / "runtime"),
-        "JUPYTER_DATA_DIR": str(home / "data"),
-    }
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "jupyter_server",
-            f"--config={home / 'config.json'}",
-            "--allow-root",
-        ],
-        cwd=home,
-        env=env,
-        stdout=open(home / "server.log", "wb"),  # noqa: SIM115 - lives as long as the server
-        stderr=subprocess.STDOUT,
-    )
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 120
-    while True:
-        try:
-            probe = urllib.request.Request(
-                base + "/api/status", headers={"Authorization": f"token {token}"}
-            )
-            urllib.request.urlopen(probe, timeout=2).read()
-            return process, base
-        except OSError:
-            if process.poll() is not None or time.monotonic() > deadline:
-                process.kill()
-                log = (home / "server.log").read_text(errors="replace")[-3000:]
-                raise SystemExit(f"jupyter server did not start:\n{log}") from None
-            time.sleep(0.3)
 
 
 class RawSession:
@@ -375,31 +317,23 @@ def main() -> None:
     )
     args = parser.parse_args()
 
-    token = secrets.token_hex(16)
     with tempfile.TemporaryDirectory() as tmp:
-        home = Path(tmp)
-        root = home / "root"
-        root.mkdir()
+        root = Path(tmp)
         name = "module.py"
         line = "value = compute(alpha, beta)  # a typical line of code\n"
         (root / name).write_text((line * (args.size // len(line) + 1))[: args.size])
-        process, base = start_server(root, home, token)
-        try:
+        with jupyter_server(root) as server:
+            base, token, pid = server.url, server.token, server.proc.pid
             results = asyncio.run(measure(base, token, name, args.calls, args.warmup))
             rounds = [
-                asyncio.run(
-                    under_load(base, token, name, args.sessions, args.load_calls, process.pid)
-                )
+                asyncio.run(under_load(base, token, name, args.sessions, args.load_calls, pid))
                 for _ in range(args.rounds)
             ]
-            # Per surface, the round with the median rate (the surfaces take turns each round).
-            loaded = {
-                label: sorted((r[label] for r in rounds), key=lambda row: row[0])[len(rounds) // 2]
-                for label in rounds[0]
-            }
-        finally:
-            process.terminate()
-            process.wait(timeout=30)
+        # Per surface, the round with the median rate (the surfaces take turns each round).
+        loaded = {
+            label: sorted((r[label] for r in rounds), key=lambda row: row[0])[len(rounds) // 2]
+            for label in rounds[0]
+        }
 
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     print(
