@@ -20,6 +20,7 @@ from typing import Any
 
 import httpx2
 import pytest
+from process_table import processes_with
 
 from jupyter_mcp.core.context import ToolContext
 from jupyter_mcp.core.errors import ToolError
@@ -31,21 +32,6 @@ from jupyter_mcp.tools.files import rewrite_file_content
 def _marker() -> str:
     """A number no other process has as its ``sleep`` argument."""
     return f"{5000 + uuid.uuid4().int % 1000}.{uuid.uuid4().int % 10**6}"
-
-
-def _processes_with(marker: str) -> list[str]:
-    """Command lines of the live (non-zombie) processes that mention ``marker``."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
-                stat = (entry / "stat").read_text()
-            except OSError:
-                continue
-            if marker in cmdline and stat[stat.rfind(")") + 2] != "Z":
-                found.append(cmdline)
-    return found
 
 
 async def _until(condition: Any, seconds: float = 30) -> bool:
@@ -129,7 +115,7 @@ async def test_a_kernel_killed_under_a_run_ends_the_run_and_its_program(
     marker = _marker()
     _tasks(jp_root_dir, Sleep=f"echo started; sleep {marker}")
     await ok("run_configuration", configName="Sleep")
-    assert await _until(lambda: any(c.startswith("sleep ") for c in _processes_with(marker)))
+    assert await _until(lambda: any(c.startswith("sleep ") for c in processes_with(marker)))
     report = await ok("get_run_output", configName="Sleep")
     kernel = jp_serverapp.kernel_manager.get_kernel(report["kernelId"])
     # When the run's kernel is killed
@@ -148,13 +134,13 @@ async def test_a_kernel_killed_under_a_run_ends_the_run_and_its_program(
     assert report["status"] == "error", report
     assert "kernel died" in report["error"]
     assert "started" in report["output"]
-    assert await _until(lambda: not _processes_with(marker))
+    assert await _until(lambda: not processes_with(marker))
     # And the configuration runs again
     await ok("run_configuration", configName="Sleep")
-    assert await _until(lambda: any(c.startswith("sleep ") for c in _processes_with(marker)))
+    assert await _until(lambda: any(c.startswith("sleep ") for c in processes_with(marker)))
     stopped = await ok("stop_run_configuration", configName="Sleep")
     assert stopped == "Run configuration stopped"
-    assert await _until(lambda: not _processes_with(marker))
+    assert await _until(lambda: not processes_with(marker))
 
 
 # --- writes that fail half-way -----------------------------------------------------------
@@ -317,12 +303,12 @@ async def test_a_client_that_leaves_mid_call_stops_the_work(
             )
         # When the client goes away while the command runs
         leaving = asyncio.ensure_future(http.post(mcp_url, content=body, headers=headers))
-        assert await _until(lambda: bool(_processes_with(marker)))
+        assert await _until(lambda: bool(processes_with(marker)))
         leaving.cancel()
         with pytest.raises(asyncio.CancelledError):
             await leaving
     # Then the command is stopped, and the server still answers
-    assert await _until(lambda: not _processes_with(marker)), _processes_with(marker)
+    assert await _until(lambda: not processes_with(marker)), processes_with(marker)
     assert await _no_background_commands(ok)
 
 
@@ -335,11 +321,11 @@ async def test_a_seed_rest_client_that_leaves_mid_call_stops_the_work(
         leaving = asyncio.ensure_future(
             http.post(url, json={"command": f"sleep {marker}", "timeout": 120000})
         )
-        assert await _until(lambda: bool(_processes_with(marker)))
+        assert await _until(lambda: bool(processes_with(marker)))
         leaving.cancel()
         with pytest.raises(asyncio.CancelledError):
             await leaving
-    assert await _until(lambda: not _processes_with(marker)), _processes_with(marker)
+    assert await _until(lambda: not processes_with(marker)), processes_with(marker)
     assert await _no_background_commands(ok)
 
 
@@ -444,7 +430,7 @@ def test_stopping_the_server_leaves_no_process_behind(tmp_path: Path, how: int) 
                 daemon=True,
             ).start()
             deadline = time.monotonic() + 60
-            while not (_processes_with(run_marker) and _processes_with(command_marker)):
+            while not (processes_with(run_marker) and processes_with(command_marker)):
                 assert time.monotonic() < deadline, "the run and the command did not start"
                 time.sleep(0.1)
         below = _descendants(server.pid)
@@ -460,7 +446,7 @@ def test_stopping_the_server_leaves_no_process_behind(tmp_path: Path, how: int) 
         while any(_alive(pid) for pid in below) and time.monotonic() < deadline:
             time.sleep(0.1)
         assert [pid for pid in below if _alive(pid)] == []
-        assert _processes_with(run_marker) == [] and _processes_with(command_marker) == []
+        assert processes_with(run_marker) == [] and processes_with(command_marker) == []
     finally:
         if server.poll() is None:
             server.kill()

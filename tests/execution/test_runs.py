@@ -14,6 +14,7 @@ from typing import Any
 
 import nbformat
 import pytest
+from process_table import processes_with
 
 from jupyter_mcp.execution.run_configs import discover
 
@@ -284,20 +285,6 @@ async def test_package_json_script(ok: Any, project: Path) -> None:
     assert (project / "npm.txt").read_text() == "npm-ran"
 
 
-def _processes_with(marker: str) -> list[str]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
-                stat = (entry / "stat").read_text()
-            except OSError:
-                continue
-            if marker in cmdline and stat[stat.rfind(")") + 2] != "Z":
-                found.append(cmdline)
-    return found
-
-
 async def test_stop_a_run(ok: Any, fails: Any, project: Path, jp_fetch: Any) -> None:
     marker = (project / "marker.txt").read_text()
     await ok("run_configuration", configName="Sleep Forever")
@@ -307,9 +294,9 @@ async def test_stop_a_run(ok: Any, fails: Any, project: Path, jp_fetch: Any) -> 
     kernels = json.loads((await jp_fetch("api", "kernels")).body)
     assert report["kernelId"] in [k["id"] for k in kernels]
     deadline = time.monotonic() + 30
-    while not _processes_with(f"sleep {marker}") and time.monotonic() < deadline:
+    while not processes_with(f"sleep {marker}") and time.monotonic() < deadline:
         await asyncio.sleep(0.1)
-    assert _processes_with(f"sleep {marker}")
+    assert processes_with(f"sleep {marker}")
     assert "already running" in await fails("run_configuration", configName="Sleep Forever")
 
     assert await ok("stop_run_configuration", configName="Sleep Forever") == (
@@ -318,9 +305,9 @@ async def test_stop_a_run(ok: Any, fails: Any, project: Path, jp_fetch: Any) -> 
     report = await ok("get_run_output", configName="Sleep Forever")
     assert report["status"] == "stopped"
     deadline = time.monotonic() + 10
-    while _processes_with(f"sleep {marker}") and time.monotonic() < deadline:
+    while processes_with(f"sleep {marker}") and time.monotonic() < deadline:
         await asyncio.sleep(0.1)
-    assert _processes_with(f"sleep {marker}") == []
+    assert processes_with(f"sleep {marker}") == []
     assert "not running" in await fails("stop_run_configuration", configName="Sleep Forever")
 
 
@@ -331,14 +318,14 @@ def _marker(base: int) -> str:
 
 async def _until_gone(marker: str, seconds: float = 10) -> list[str]:
     deadline = time.monotonic() + seconds
-    while (left := _processes_with(marker)) and time.monotonic() < deadline:
+    while (left := processes_with(marker)) and time.monotonic() < deadline:
         await asyncio.sleep(0.1)
     return left
 
 
 def _sleeps(marker: str) -> list[str]:
     """The live ``sleep <marker>`` processes themselves (not the shells that started them)."""
-    return [c for c in _processes_with(f"sleep {marker}") if c.startswith("sleep ")]
+    return [c for c in processes_with(f"sleep {marker}") if c.startswith("sleep ")]
 
 
 def _tasks(root: Path, **commands: str) -> None:

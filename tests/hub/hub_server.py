@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import socket
 import subprocess
@@ -29,12 +28,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import pytest
+from npm_tools import BIN, npm_tools
 
 REPO = Path(__file__).resolve().parents[2]
-NPM_TOOLS = REPO / ".cache" / "npm-tools"
-NPM_SPEC = REPO / "tests" / "npm-tools"
-PROXY = NPM_TOOLS / "node_modules" / ".bin" / "configurable-http-proxy"
+PROXY = BIN / "configurable-http-proxy"
 USERS = ("alice", "bob")
 PASSWORD = "hub-test-password"
 # Spawning a single-user server imports JupyterLab and the extension: slow on a loaded machine.
@@ -43,23 +40,7 @@ SPAWN_TIMEOUT = 240.0
 
 def configurable_http_proxy() -> Path:
     """The proxy from the tests' npm tools, installing them when it is missing; skip without npm."""
-    if PROXY.exists():
-        return PROXY
-    npm = shutil.which("npm")
-    if npm is None:
-        pytest.skip("npm is not installed: the JupyterHub tests need configurable-http-proxy")
-    NPM_TOOLS.mkdir(parents=True, exist_ok=True)
-    for name in ("package.json", "package-lock.json"):
-        shutil.copy(NPM_SPEC / name, NPM_TOOLS / name)
-    done = subprocess.run(
-        [npm, "install", "--no-audit", "--no-fund"],
-        cwd=NPM_TOOLS,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert done.returncode == 0, f"npm install failed:\n{done.stdout}\n{done.stderr}"
-    (NPM_TOOLS / ".installed").touch()
+    npm_tools("the JupyterHub tests need configurable-http-proxy")
     assert PROXY.exists(), f"npm install did not provide {PROXY}"
     return PROXY
 

