@@ -25,6 +25,7 @@ import itertools
 import threading
 import time
 import weakref
+from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Callable, Hashable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -210,11 +211,21 @@ class _LiveRuns:
         await self._show(run, "finished")
 
 
-class _LiveExecution:
+class _LiveExecution(ABC):
     """The execution half of a live document: running cells go through its batcher (``_runs``),
     which shows them in the document at most every flush interval."""
 
-    _runs: _LiveRuns
+    def __init__(
+        self, ctx: ToolContext, path: Path, shown: str, flush_interval: float, output_limit: int
+    ) -> None:
+        self.ctx = ctx
+        self.path = path
+        self.shown = shown
+        self._runs = _LiveRuns(self._show_run, flush_interval, output_limit)
+
+    @abstractmethod
+    async def _show_run(self, run: RunningCell, state: str) -> None:
+        """Show ``run`` in the document (``state``: how far it is), the document's own way."""
 
     async def run_started(self, cell_id: str) -> None:
         await self._runs.started(cell_id)
@@ -248,12 +259,9 @@ class WindowNotebook(_LiveExecution):
         flush_interval: float = LIVE_FLUSH_INTERVAL,
         output_limit: int = CELL_OUTPUT_LIMIT,
     ) -> None:
-        self.ctx = ctx
-        self.path = path
-        self.shown = shown
+        super().__init__(ctx, path, shown, flush_interval, output_limit)
         self._lab_path = lab_path
         self._requests = bridge.ask(window=window)
-        self._runs = _LiveRuns(self._show_run, flush_interval, output_limit)
 
     def _closed(self) -> ToolError:
         return ToolError(
@@ -346,12 +354,9 @@ class SharedNotebook(_LiveExecution):
         flush_interval: float = LIVE_FLUSH_INTERVAL,
         output_limit: int = CELL_OUTPUT_LIMIT,
     ) -> None:
-        self.ctx = ctx
-        self.path = path
-        self.shown = shown
+        super().__init__(ctx, path, shown, flush_interval, output_limit)
         self._ydoc = ydoc
         self._changes = _changes_of(ydoc)
-        self._runs = _LiveRuns(self._show_run, flush_interval, output_limit)
 
     async def snapshot(self) -> dict[str, Any]:
         changes = self._changes
