@@ -119,6 +119,34 @@ async def test_lists_every_registry_tool_with_annotations_and_schema(connect, mc
     assert "resultStart" in reader.input_schema["properties"]
 
 
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_tool_registered_again_is_listed_as_it_is_now(connect, mcp_app, mode):
+    # Given a session that listed a plugin-like tool once
+    async def one() -> str:
+        return "one"
+
+    add_tool(mcp_app, "probe_tool", one)
+    async with connect(mode) as client:
+        first = {t.name: t for t in await list_all(client)}["probe_tool"]
+        # When the tool is withdrawn and registered again (a plugin reloaded) with another
+        # description and argument
+        mcp_app.registry.remove("probe_tool")
+        mcp_app.registry.add(
+            Tool(
+                name="probe_tool",
+                description="the probe, reloaded",
+                properties={"level": {"type": "integer"}},
+                fn=one,
+            )
+        )
+        # Then the next listing shows the new declaration, not the one made before
+        again = {t.name: t for t in await list_all(client)}["probe_tool"]
+    assert first.description == "test tool probe_tool"
+    assert again.description == "the probe, reloaded"
+    assert "level" in again.input_schema["properties"]
+    assert "level" not in first.input_schema["properties"]
+
+
 SMALL_WINDOW = {
     "ServerApp": {
         "jpserver_extensions": {"jupyter_mcp": True},
