@@ -5,6 +5,9 @@ one run, prints p50/p99 of reading the same file through:
 
 - standard MCP (``/mcp``) with the official SDK client, one session, many calls: legacy
   handshake era and 2026-07-28 (``auto``);
+- standard MCP, legacy session, spoken over the same plain httpx client as the REST rows
+  (:class:`RawSession`): the SDK client's own cost left out, what the server's protocol layer
+  costs;
 - seed REST ``POST /mcp/get_file_text_by_path``;
 - the reference, Jupyter's own contents API ``GET /api/contents/<file>``.
 
