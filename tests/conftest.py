@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -10,6 +11,34 @@ import pytest
 from server_configs import server_config
 
 pytest_plugins = ["pytest_jupyter.jupyter_server"]
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Fail the run, rather than hang it, when a test left an AnyIO worker thread stranded.
+
+    AnyIO's worker threads are not daemons: each stops when the task it serves ends. A test
+    whose event loop closed while such a task was still running (jupyter-collaboration saving
+    a document the test changed, say) leaves a thread that waits forever, and the test process
+    never exits; CI would sit out its whole time limit. Here such threads are named, stopped,
+    and the run fails.
+    """
+    stranded = []
+    for thread in threading.enumerate():
+        task = getattr(thread, "root_task", None)
+        if thread.daemon or task is None or not task.get_loop().is_closed():
+            continue
+        stranded.append(f"{thread.name} serving {task!r}")
+        thread.stop()  # type: ignore[attr-defined]  # AnyIO's WorkerThread
+    if stranded:
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        message = (
+            "A test's event loop closed while these tasks still ran in AnyIO worker threads "
+            "(which would keep this process from exiting):\n  " + "\n  ".join(stranded)
+        )
+        if reporter is not None:
+            reporter.ensure_newline()
+            reporter.write_line(message, red=True)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 @pytest.fixture

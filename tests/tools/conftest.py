@@ -8,6 +8,7 @@ the server's shared document is changed and saved to the file shortly after).
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -77,6 +78,10 @@ def connect(
     return _connect
 
 
+#: The coroutines of jupyter-collaboration that write a shared document to its file.
+COLLABORATION_SAVES = ("DocumentRoom._maybe_save_document", "FileLoader._save_content")
+
+
 @pytest.fixture(autouse=True)
 def _no_kernels_left(jp_serverapp: Any, jp_asyncio_loop: Any) -> Iterator[None]:
     yield
@@ -86,3 +91,29 @@ def _no_kernels_left(jp_serverapp: Any, jp_asyncio_loop: Any) -> Iterator[None]:
             await jp_serverapp.session_manager.delete_session(session["id"])
 
     jp_asyncio_loop.run_until_complete(end_sessions())
+
+
+@pytest.fixture(autouse=True)
+def _saves_finished(collaboration: bool, jp_serverapp: Any, jp_asyncio_loop: Any) -> Iterator[None]:
+    """Let jupyter-collaboration finish saving what a test changed before the server stops.
+
+    A shared document is saved shortly after it changes, by a shielded task whose file write
+    runs in an AnyIO worker thread. A test that ends within that delay would close the event
+    loop under the save: the file is left unsaved and the worker thread waits forever, so the
+    test process never exits (tests/conftest.py's pytest_sessionfinish names such threads).
+    """
+    yield
+    if not collaboration:
+        return
+
+    async def saves() -> None:
+        deadline = jp_asyncio_loop.time() + 30
+        while pending := [
+            task
+            for task in asyncio.all_tasks()
+            if getattr(task.get_coro(), "__qualname__", "") in COLLABORATION_SAVES
+        ]:
+            assert jp_asyncio_loop.time() < deadline, f"collaboration saves still run: {pending}"
+            await asyncio.wait(pending, timeout=1)
+
+    jp_asyncio_loop.run_until_complete(saves())
