@@ -443,12 +443,26 @@ class LiveNotebooks:
         self.files = files if files is not None else FileNotebooks(ctx)
 
     async def open(self, path: Path, shown: str) -> NotebookDocument:
-        doc = await self.files.open(path, shown)  # the file's errors (missing, not a notebook)
         serverapp = self.ctx.serverapp
+        extension = collaboration(serverapp) if serverapp is not None else None
+        lab_path = api_path(self.ctx, path) if serverapp is not None else ""
+        try:
+            doc = await self.files.open(path, shown)  # the file's errors (missing, not a notebook)
+        except ToolError:
+            # jupyter-collaboration saves a shared document by rewriting its file in place
+            # (Jupyter's atomic_writing keeps a backup copy, not a temporary file): read in the
+            # middle of a save, the file is empty or cut short. A shared document already
+            # loaded is then the notebook; without one, the file's error stands.
+            ydoc = None
+            if extension is not None and path.is_file():
+                ydoc = await extension.get_document(
+                    path=lab_path, content_type="notebook", file_format="json", copy=False
+                )
+            if ydoc is None:
+                raise
+            return SharedNotebook(self.ctx, ydoc, path, shown)
         if serverapp is None:
             return doc
-        lab_path = api_path(self.ctx, path)
-        extension = collaboration(serverapp)
         if extension is not None:
             ydoc = await extension.get_document(
                 path=lab_path, content_type="notebook", file_format="json", copy=False, create=True

@@ -346,6 +346,39 @@ async def test_the_document_is_shared_with_collaboration_else_the_file(
     assert doc.location == ("shared" if collaboration else "file")
 
 
+async def test_a_file_caught_mid_save_is_read_from_its_shared_document(
+    ok: Any,
+    fails: Any,
+    mcp_app: Any,
+    jp_root_dir: Path,
+    collaboration: bool,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from jupyter_mcp.documents.notebook_view import read_notebook
+
+    path = _notebook(jp_root_dir)
+    ids = _ids(path)
+    await ok("get_notebook_cells", pathInProject="n.ipynb")  # with collaboration: loads its room
+    # Given the file caught in the middle of a save: Jupyter rewrites it in place, so a read
+    # then finds it empty (done here by the read itself: the collaboration's file watcher
+    # would take a truly emptied file for an outside change)
+    files = mcp_app.tool_context.services.notebooks.files
+
+    async def mid_save(path: Path, shown: str) -> Any:
+        return read_notebook("", shown)
+
+    monkeypatch.setattr(files, "open", mid_save)
+    edit = {"pathInProject": "n.ipynb", "cellId": ids[1], "source": "x = 2"}
+    if not collaboration:
+        # Then with only the file, its error stands
+        assert "n.ipynb is not a valid notebook" in await fails("edit_notebook_cell", **edit)
+        return
+    # Then with a shared document loaded, the edit goes to it, and reaches the file
+    await ok("edit_notebook_cell", **edit)
+    monkeypatch.undo()
+    await on_disk(path, lambda nb: nb.cells[1].source == "x = 2")
+
+
 async def test_a_running_cell_streams_into_the_document(
     ok: Any, mcp_app: Any, jp_root_dir: Path
 ) -> None:
