@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from process_table import processes_with
 
 from jupyter_mcp.core.context import ToolContext, progress_reporter
 from jupyter_mcp.execution.output import OutputBuffer, plain_text
@@ -23,25 +24,9 @@ from jupyter_mcp.tools import terminal as terminal_tools
 from jupyter_mcp.tools.terminal import pick_command
 
 
-def _processes_with(marker: str) -> list[str]:
-    """Command lines of live processes that mention ``marker``."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        if marker in cmdline and stat[stat.rfind(")") + 2] != "Z":
-            found.append(cmdline)
-    return found
-
-
 async def _until_gone(marker: str, seconds: float = 5.0) -> list[str]:
     deadline = time.monotonic() + seconds
-    while (left := _processes_with(marker)) and time.monotonic() < deadline:
+    while (left := processes_with(marker)) and time.monotonic() < deadline:
         await asyncio.sleep(0.1)
     return left
 
@@ -140,9 +125,9 @@ async def test_cancelling_the_call_kills_the_command(tmp_path: Path) -> None:
         terminal_tools.run_command_on_background(ctx, command=f"sleep {marker}; echo never")
     )
     deadline = time.monotonic() + 5
-    while not _processes_with(f"sleep {marker}") and time.monotonic() < deadline:
+    while not processes_with(f"sleep {marker}") and time.monotonic() < deadline:
         await asyncio.sleep(0.05)
-    assert _processes_with(f"sleep {marker}")
+    assert processes_with(f"sleep {marker}")
     assert ctx.services.background_commands.running  # listed while it runs
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
@@ -163,7 +148,7 @@ async def test_a_command_cancelled_again_while_it_is_killed_is_not_left_listed(
         terminal_tools.run_command_on_background(ctx, command=f"sleep {marker}")
     )
     deadline = time.monotonic() + 5
-    while not _processes_with(f"sleep {marker}") and time.monotonic() < deadline:
+    while not processes_with(f"sleep {marker}") and time.monotonic() < deadline:
         await asyncio.sleep(0.05)
     while not task.done():  # as a cancel scope does: again at every await, clean-up included
         task.cancel()
@@ -333,13 +318,13 @@ def test_subprocess_helper_sees_processes() -> None:
         # Popen returns once the child is forked; it shows the new command line only after its
         # exec, which a loaded machine can delay.
         deadline = time.monotonic() + 10
-        while not _processes_with(f"sleep {marker}") and time.monotonic() < deadline:
+        while not processes_with(f"sleep {marker}") and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert _processes_with(f"sleep {marker}")
+        assert processes_with(f"sleep {marker}")
     finally:
         proc.kill()
         proc.wait()
-    assert not _processes_with(f"sleep {marker}")
+    assert not processes_with(f"sleep {marker}")
 
 
 def _no_process_table_scan(monkeypatch: pytest.MonkeyPatch) -> None:
