@@ -1,4 +1,5 @@
-"""A real Jupyter server with jupyter_mcp, started as a subprocess for benchmarks."""
+"""The servers benchmarks measure, each started as a subprocess: a real Jupyter server with
+jupyter_mcp, and the MCP SDK's own server (the protocol reference of ``bench_mcp``)."""
 
 from __future__ import annotations
 
@@ -89,11 +90,41 @@ def jupyter_server(root: Path, *extra: str) -> Iterator[Server]:
             time.sleep(0.2)
         yield server
     finally:
-        proc.terminate()
-        try:
-            proc.wait(15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        _stop(proc)
+
+
+@contextlib.contextmanager
+def sdk_server(root: Path) -> Iterator[tuple[str, int]]:
+    """Start the SDK's own MCP server on ``root`` (``_sdk_server.py``); yield its base URL and
+    its process id."""
+    port = free_port()
+    script = Path(__file__).with_name("_sdk_server.py")
+    proc = subprocess.Popen(
+        [sys.executable, str(script), str(port), str(root)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 1):
+                break
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(
+                    "the SDK server did not start: " + proc.stderr.read().decode()[-2000:]
+                )
+            time.sleep(0.1)
+        yield f"http://127.0.0.1:{port}", proc.pid
+    finally:
+        _stop(proc)
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    proc.terminate()
+    try:
+        proc.wait(15)
+    except subprocess.TimeoutExpired:
+        proc.kill()
 
 
 def percentiles(samples: list[float]) -> tuple[float, float]:

@@ -16,7 +16,10 @@ and at most 1.5x seed REST's.
 
 Then, under load, ``--sessions`` clients at once (each its own connection and, on MCP, its own
 session) make ``--load-calls`` calls each: calls per second, p50/p99 and errors per surface.
-Targets: MCP throughput at least 0.7x seed REST's, p99 at most 10x p50, no errors.
+Targets: MCP throughput at least 0.7x seed REST's, p99 at most 10x p50, no errors. The two
+kinds of MCP session then run the same load on the SDK's own server (``_sdk_server.py``: the
+SDK's Starlette app under uvicorn, one tool reading the file, no auth): what the SDK's transport
+and dispatcher allow on their own, printed against the same REST figure.
 The figures are wall-clock on whatever machine runs this: on a shared, busy machine they are
 noisy, so compare the rows of one run with each other.
 
@@ -33,7 +36,7 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Collection
 from pathlib import Path
 from typing import Any
 
@@ -42,11 +45,16 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 sys.path.insert(0, str(Path(__file__).parent))
-from _server import jupyter_server  # noqa: E402
+from _server import jupyter_server, sdk_server  # noqa: E402
 
 #: The protocol revision the SDK's legacy mode negotiates (the rows are labelled by it).
 LEGACY = "2025-11-25"
 RAW_ROW = f"MCP tools/call ({LEGACY}), httpx client"
+#: The load rows also run on the SDK's own server (``_sdk_server.py``), with their labels there.
+SDK_ROWS = {
+    "MCP tools/call, legacy sessions": "reference: SDK's own server, SDK client",
+    "MCP tools/call, legacy, httpx client": "reference: SDK's own server, httpx",
+}
 
 
 class RawSession:
@@ -193,20 +201,27 @@ def cpu_seconds(pid: int) -> float:
 
 
 async def under_load(
-    base: str, token: str, name: str, sessions: int, calls: int, pid: int, only: str = ""
+    base: str,
+    token: str,
+    name: str,
+    sessions: int,
+    calls: int,
+    pid: int,
+    rows: Collection[str] | None = None,
 ) -> Loaded:
     """``sessions`` clients at once, ``calls`` each: per surface, calls per second, latencies
     (ms), errors, and the server's and this client process's CPU milliseconds per call.
 
     Every client opens its own connection (and, on MCP, its session) first; the clock starts
     once all are open, so the figures are of tool calls only. Client and server share the
-    machine's cores: the CPU figures tell which of the two bounds the rate.
+    machine's cores: the CPU figures tell which of the two bounds the rate. An empty ``token``
+    sends no credentials (the SDK's own server takes none).
     """
-    headers = {"Authorization": f"token {token}"}
+    headers = {"Authorization": f"token {token}"} if token else {}
     results: Loaded = {}
 
     async def run(label: str, make: Callable[[Any], Any]) -> None:
-        if only and only not in label:
+        if rows is not None and label not in rows:
             return
         samples: list[float] = []
         errors = 0
@@ -215,18 +230,23 @@ async def under_load(
 
         async def one() -> None:
             nonlocal errors, opened
-            async with make_client(make) as call:
-                opened += 1
-                if opened == sessions:
-                    ready.set()
-                await ready.wait()
-                for _ in range(calls):
-                    started = time.perf_counter()
-                    try:
-                        await call()
-                    except Exception:
-                        errors += 1
-                    samples.append((time.perf_counter() - started) * 1000)
+            try:
+                async with make_client(make) as call:
+                    opened += 1
+                    if opened == sessions:
+                        ready.set()
+                    await ready.wait()
+                    for _ in range(calls):
+                        started = time.perf_counter()
+                        try:
+                            await call()
+                        except Exception:
+                            errors += 1
+                        samples.append((time.perf_counter() - started) * 1000)
+            finally:
+                # A session that cannot open ends the run with its error instead of a wait
+                # for the others that never ends.
+                ready.set()
 
         tasks = [asyncio.create_task(one()) for _ in range(sessions)]
         await ready.wait()
@@ -332,6 +352,15 @@ def main() -> None:
                 asyncio.run(under_load(base, token, name, args.sessions, args.load_calls, pid))
                 for _ in range(args.rounds)
             ]
+        # The same two kinds of MCP session on the SDK's own server, which has nothing of ours.
+        with sdk_server(root) as (ref_base, ref_pid):
+            for round_ in rounds:
+                answered = asyncio.run(
+                    under_load(
+                        ref_base, "", name, args.sessions, args.load_calls, ref_pid, SDK_ROWS
+                    )
+                )
+                round_.update({SDK_ROWS[label]: row for label, row in answered.items()})
         # Per surface, the round with the median rate (the surfaces take turns each round).
         loaded = {
             label: sorted((r[label] for r in rounds), key=lambda row: row[0])[len(rounds) // 2]
