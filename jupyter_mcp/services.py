@@ -86,23 +86,28 @@ def _warm_notebook_views() -> None:
     notebook_view(nbformat.v4.new_notebook())
 
 
-#: Seconds after start-up before the warm-up begins: the server's own start-up, and requests
-#: that come at once, go first (a call that needs a helper before then starts it itself).
+#: Seconds after start-up before the code worker starts and jupytext is imported: the server's
+#: own start-up, and requests that come at once, go first (a call that needs a helper before
+#: then starts it itself). The search worker, the slowest to become ready, does not wait.
 WARM_DELAY = 0.5
 
 
 async def warm_up(services: Services, log: logging.Logger, *, delay: float = WARM_DELAY) -> None:
     """Start, in the background, what the first tool calls would otherwise wait for.
 
-    The search worker indexes the project and the code worker starts jedi and takes the
-    project's files (each in a process of its own, side by side), then jupytext is imported;
-    the busy-kernel watcher starts at once. Each blocking step runs in a thread, so neither the
-    event loop nor the server's start-up waits for it; a call arriving meanwhile waits for the
-    step it needs (the services' locks) rather than starting a second worker. A step that fails
-    is logged, and the first call that needs it starts it as it would have without a warm-up.
+    At once: the busy-kernel watcher, and the search worker, which indexes the project (its
+    process has the most to import and read, so a search that comes with the server's first
+    requests finds it part-way up instead of starting it). ``delay`` seconds later: the code
+    worker, which starts jedi and takes the project's files, and then, in this process,
+    jupytext. Started at once too, the code worker would compete with the search worker and
+    the server's own start-up for the cores (on two, a first call at start-up was then slower,
+    not faster).
+
+    Each blocking step runs in a thread, so neither the event loop nor the server's start-up
+    waits for it; a call arriving meanwhile waits for the step it needs (the services' locks)
+    rather than starting a second worker. A step that fails is logged, and the first call that
+    needs it starts it as it would have without a warm-up.
     """
-    services.busy_kernels.ensure_watching()
-    await asyncio.sleep(delay)
 
     async def run(what: str, step: Callable[[], object]) -> None:
         started = time.monotonic()
@@ -113,8 +118,12 @@ async def warm_up(services: Services, log: logging.Logger, *, delay: float = WAR
         else:
             log.debug("jupyter_mcp: %s ready in %.2f s", what, time.monotonic() - started)
 
-    await asyncio.gather(
-        run("the search index", services.search.warm), run("code analysis", services.code.warm)
-    )
+    services.busy_kernels.ensure_watching()
+    search = asyncio.ensure_future(run("the search index", services.search.warm))
+    try:
+        await asyncio.sleep(delay)
+        await asyncio.gather(search, run("code analysis", services.code.warm))
+    finally:
+        search.cancel()  # when the warm-up itself is cancelled (a no-op once it is done)
     # In this process, and holding its interpreter while it imports: after the workers.
     await run("notebook views", _warm_notebook_views)

@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import logging
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+import jupyter_mcp.services
 from jupyter_mcp.core.worker import WorkerProcess
 from jupyter_mcp.search.engine import WorkerSearch
+from jupyter_mcp.services import warm_up
 
 
 @pytest.fixture(params=[True, False], ids=["warm", "cold"])
@@ -129,3 +132,32 @@ async def test_a_failing_warm_up_leaves_the_first_call_to_start_the_helper(
     assert "warming up the search index failed: no more processes" in caplog.text
     found = await ok("search_in_files_content", searchText="helper")
     assert sorted(entry["path"] for entry in found) == ["m.py", "notes.txt"]
+
+
+@pytest.mark.parametrize("warm_start", [False], ids=["by-hand"], indirect=True)
+async def test_the_search_worker_starts_at_once_and_the_rest_after_the_delay(
+    mcp_app: Any, jp_root_dir: Path, spawned: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _project(jp_root_dir)
+    services = mcp_app.tool_context.services
+    imported: list[float] = []
+    monkeypatch.setattr(
+        jupyter_mcp.services, "_warm_notebook_views", lambda: imported.append(time.monotonic())
+    )
+    # Given a warm-up whose delay is 30 s
+    warming = asyncio.create_task(warm_up(services, logging.getLogger("test"), delay=30))
+    try:
+        # Then the search worker starts long before that, and nothing else has yet
+        deadline = time.monotonic() + 20
+        while not spawned and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+        assert spawned == ["jupyter_mcp.search.engine"]
+        assert imported == [] and not warming.done()
+    finally:
+        warming.cancel()
+    # And with a short delay the code worker and the in-process step follow, once each, and
+    # no earlier than the delay after start-up
+    started = time.monotonic()
+    await asyncio.wait_for(warm_up(services, logging.getLogger("test"), delay=1.0), 120)
+    assert sorted(spawned) == ["jupyter_mcp.code.engine", "jupyter_mcp.search.engine"]
+    assert len(imported) == 1 and imported[0] - started >= 1.0
