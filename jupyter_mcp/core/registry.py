@@ -339,6 +339,19 @@ class WithImages:
 
 
 @dataclass
+class WithViewData:
+    """What a tool returns to offer the data a view of its result shows beyond the value: the
+    outputs' MIME bundles of a run, the texts before and after an edit.
+
+    ``data`` is called only for a client that shows views (see :mod:`jupyter_mcp.views`), so
+    the other clients pay nothing for it; it answers plain JSON data.
+    """
+
+    value: Any
+    data: Callable[[], dict[str, Any]]
+
+
+@dataclass
 class CallResult:
     """A tool's answer: its JSON value and the text form the result window is cut from."""
 
@@ -347,6 +360,8 @@ class CallResult:
     total_length: int
     window: tuple[int, int] | None = None
     images: list[Image] = field(default_factory=list)
+    #: The tool's :class:`WithViewData` data, when it offered some.
+    view_data: Callable[[], dict[str, Any]] | None = None
 
     @property
     def more(self) -> bool:
@@ -393,8 +408,9 @@ class ResultWindows:
     without the window, and holds the tool's :attr:`Tool.result_version` taken *before* the
     answer was computed. A later window is cut from it only while the version is unchanged; when
     it changed, the call is refused (the windows read so far belong to an answer that no longer
-    holds). The first window (``resultStart`` 0) always computes a fresh answer. Bounded in
-    entries and in characters.
+    holds). A tool without a version (a run of cells, a command, a search) keeps its long
+    answers too, so that reading on never runs it again. The first window (``resultStart`` 0)
+    always computes a fresh answer. Bounded in entries and in characters.
     """
 
     def __init__(self, entries: int = 16, chars: int = 16_000_000) -> None:
@@ -638,13 +654,16 @@ class Registry:
         if window is None and always_window:
             window = (0, ctx.settings.result_window)
         key: Hashable | None = None
-        version: Hashable | None = None
-        if window is not None and caller is not None and tool.result_version is not None:
-            # Taken before the answer is computed: a change while it is computed shows as a
-            # new version at the next window.
-            version = await tool.result_version(ctx, arguments)
-            if version is not None:
-                key = (caller, name, json.dumps(arguments, sort_keys=True, default=str))
+        version: Hashable | None = _UNVERSIONED
+        if window is not None and caller is not None:
+            if tool.result_version is not None:
+                # Taken before the answer is computed: a change while it is computed shows as
+                # a new version at the next window.
+                version = await tool.result_version(ctx, arguments)
+                if version is not None:
+                    key = _window_key(caller, name, arguments)
+            elif window[0] > 0:
+                key = _window_key(caller, name, arguments)
         if key is not None and window is not None and window[0] > 0:
             found = self.windows.get(key)
             if found is not None:
@@ -656,10 +675,24 @@ class Registry:
                     )
                 return _cut(found[2], found[1], window, [])
         value = await run_tool(tool, ctx, arguments)
+        view_data: Callable[[], dict[str, Any]] | None = None
+        if isinstance(value, WithViewData):
+            value, view_data = value.value, value.data
         images: list[Image] = []
         if isinstance(value, WithImages):
             value, images = value.value, value.images
         text = result_text(value)
+        if (
+            key is None
+            and version is _UNVERSIONED
+            and caller is not None
+            and window is not None
+            and window[1] < len(text)
+        ):
+            # A long answer of a tool without a version: its later windows are cut from this
+            # text, so that reading on neither runs the tool again (a run of cells, a command)
+            # nor shows a different answer.
+            key = _window_key(caller, name, arguments)
         if key is not None:
             self.windows.put(key, version, text, value)
         if window is None:
@@ -669,19 +702,43 @@ class Registry:
                     f"The result of {name} is {len(text.encode('utf-8'))} bytes, over the "
                     f"server's limit of {limit}; read it in windows with resultStart/resultEnd"
                 )
-            return CallResult(value=value, text=text, total_length=len(text), images=images)
-        return _cut(value, text, window, images)
+            return CallResult(
+                value=value,
+                text=text,
+                total_length=len(text),
+                images=images,
+                view_data=view_data,
+            )
+        return _cut(value, text, window, images, view_data)
 
 
-def _cut(value: Any, text: str, window: tuple[int, int], images: list[Image]) -> CallResult:
+#: The version of an answer whose tool has no :attr:`Tool.result_version`: kept windows of it
+#: are reused as long as they are kept.
+_UNVERSIONED = ("unversioned",)
+
+
+def _window_key(caller: Hashable, name: str, arguments: dict[str, Any]) -> Hashable:
+    return (caller, name, json.dumps(arguments, sort_keys=True, default=str))
+
+
+def _cut(
+    value: Any,
+    text: str,
+    window: tuple[int, int],
+    images: list[Image],
+    view_data: Callable[[], dict[str, Any]] | None = None,
+) -> CallResult:
     start, end = window
+    first = start == 0
     return CallResult(
         value=value,
         text=text[start:end],
         total_length=len(text),
         window=window,
-        # Pictures go with the first window only, so paging through a result sends each once.
-        images=images if start == 0 else [],
+        # Pictures and view data go with the first window only, so paging through a result
+        # sends each once.
+        images=images if first else [],
+        view_data=view_data if first else None,
     )
 
 

@@ -383,6 +383,43 @@ def test_a_change_between_windows_is_said_never_answered_from_the_old_text(ctx):
     assert json.loads("".join(texts))["version"] == 2
 
 
+def test_reading_on_never_runs_a_tool_without_a_version_again(ctx):
+    """A long answer of a tool that does things (runs cells, commands) is read in windows from
+    its first run: the later windows neither run it again nor show another answer."""
+    runs = {"count": 0}
+    tools = ToolSet("files")
+
+    @tools.tool("run", "Does something, answers long.", {})
+    def run_it(ctx: ToolContext) -> dict[str, object]:
+        runs["count"] += 1
+        return {"run": runs["count"], "text": "r" * 100}
+
+    registry = Registry(tools)
+
+    def page(caller: object, start: int):
+        window = {"resultStart": start, "resultEnd": start + 40}
+        return asyncio.run(registry.call("run", window, ctx, always_window=True, caller=caller))
+
+    texts, start = [], 0
+    while True:
+        result = page("me", start)
+        texts.append(result.text)
+        start += len(result.text)
+        if not result.more:
+            break
+    assert len(texts) > 2 and runs["count"] == 1
+    assert json.loads("".join(texts))["run"] == 1
+    # A new first window is a new run; without a caller every window runs it (nothing to key).
+    page("me", 0)
+    assert runs["count"] == 2
+    asyncio.run(registry.call("run", {"resultStart": 40}, ctx, always_window=True))
+    assert runs["count"] == 3
+    # A short answer is not kept.
+    assert not registry.windows._texts or all(
+        len(text) > 40 for _, text, _ in registry.windows._texts.values()
+    )
+
+
 def test_the_window_cache_is_bounded():
     from jupyter_mcp.core.registry import ResultWindows
 
