@@ -31,8 +31,10 @@ endif
 LABEXT_OUT := jupyter_mcp/labextension
 LABEXT_BUILT := $(LABEXT_OUT)/package.json
 LABEXT_NODE := labextension/node_modules/.jupyter-mcp-installed
-LABEXT_SOURCES := $(shell find labextension/src labextension/style -type f 2>/dev/null) \
-	labextension/package.json labextension/tsconfig.json jupyter_mcp/lab/protocol.json
+LABEXT_SOURCES := $(shell find labextension/src labextension/style labextension/scripts -type f \
+	2>/dev/null) labextension/package.json labextension/tsconfig.json jupyter_mcp/lab/protocol.json
+# The MCP Apps view pages, built by the same jlpm build (scripts/build-views.mjs).
+VIEWS_BUILT := $(foreach view,cell-outputs variables diff,jupyter_mcp/views/static/$(view).html)
 
 .PHONY: help run test test-deps install labextension chromium npm-tools lint format demos wheel \
 	clean
@@ -77,16 +79,16 @@ $(LABEXT_NODE): labextension/package.json labextension/yarn.lock labextension/.y
 	@cd labextension && $(QUIET) $(BIN)/jlpm install
 	@touch $@
 
-$(LABEXT_BUILT): $(LABEXT_SOURCES) $(LABEXT_NODE)
-	@echo "==> building the labextension into $(LABEXT_OUT)/"
+$(LABEXT_BUILT) $(VIEWS_BUILT) &: $(LABEXT_SOURCES) $(LABEXT_NODE)
+	@echo "==> building the labextension into $(LABEXT_OUT)/ and the views into jupyter_mcp/views/static/"
 	@cd labextension && $(QUIET) $(BIN)/jlpm build:prod
-	@touch $@
+	@touch $(LABEXT_BUILT) $(VIEWS_BUILT)
 
-labextension: $(LABEXT_BUILT)
+labextension: $(LABEXT_BUILT) $(VIEWS_BUILT)
 
 # Point JupyterLab at the built assets (a link, so later rebuilds are picked up) and make sure
 # the server extension is enabled.
-$(STAMPS)/develop: $(STAMPS)/install $(LABEXT_BUILT)
+$(STAMPS)/develop: $(STAMPS)/install $(LABEXT_BUILT) $(VIEWS_BUILT)
 	@$(QUIET) $(BIN)/jupyter labextension develop --overwrite .
 	@$(QUIET) $(BIN)/jupyter server extension enable --sys-prefix jupyter_mcp
 	@touch $@
@@ -155,7 +157,7 @@ format: $(STAMPS)/install $(LABEXT_NODE)
 demos: $(STAMPS)/install
 	JUPYTER_MCP_SAVE_DEMOS=1 $(BIN)/python -m pytest -q -p no:cacheprovider tests/test_demos.py
 
-wheel: $(STAMPS)/install $(LABEXT_BUILT)
+wheel: $(STAMPS)/install $(LABEXT_BUILT) $(VIEWS_BUILT)
 	$(BIN)/python -m pip wheel --no-deps --no-build-isolation -w dist .
 
 clean:

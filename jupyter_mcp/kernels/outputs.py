@@ -28,8 +28,13 @@ IMAGE_TYPES = ("image/png", "image/jpeg")
 # CSI sequences (colours, cursor moves), OSC sequences (titles, hyperlinks) and the rest of
 # the two-character escapes: what a terminal would interpret rather than show.
 _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
+# The same, except colours and styles (SGR: ``ESC [ ... m``), which a view shows.
+_ANSI_BUT_COLOURS = re.compile(
+    r"\x1b\[(?![0-9;]*m)[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]"
+)
 # C0 controls a reader never sees (tab and newline stay; carriage returns are resolved first).
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+_CONTROL_BUT_ESCAPE = re.compile(r"[\x00-\x08\x0b-\x1a\x1c-\x1f\x7f]")
 # Lone surrogates: a kernel that decoded bytes with ``surrogateescape`` can send them.
 _SURROGATE = re.compile(r"[\ud800-\udfff]")
 
@@ -41,18 +46,19 @@ def _joined(value: Any) -> str:
     return "" if value is None else str(value)
 
 
-def readable_text(text: str) -> str:
+def readable_text(text: str, *, colours: bool = False) -> str:
     """``text`` as a person reads it: escapes dropped, ``\\r`` redraws resolved, no junk.
 
     A progress bar that redraws its line with ``\\r`` shows its last state; a lone surrogate
     (a kernel decoding bytes with ``surrogateescape``) becomes U+FFFD, so the text is valid
-    UTF-8 on every surface.
+    UTF-8 on every surface. With ``colours``, colour and style sequences stay (for a view that
+    shows them, as JupyterLab does).
     """
-    text = _ANSI.sub("", text)
+    text = (_ANSI_BUT_COLOURS if colours else _ANSI).sub("", text)
     if "\r" in text:
         text = text.replace("\r\n", "\n")
         text = "\n".join(line.rsplit("\r", 1)[-1] for line in text.split("\n"))
-    text = _CONTROL.sub("", text)
+    text = (_CONTROL_BUT_ESCAPE if colours else _CONTROL).sub("", text)
     return _SURROGATE.sub("\ufffd", text)
 
 

@@ -89,14 +89,24 @@ class CellRun:
 
     def output_objects(self) -> dict[str, Any]:
         """The outputs as output objects; a cell with very many keeps its first and last."""
+        answer, outputs = self._kept_outputs()
+        answer["outputs"] = [output_object(o) for o in outputs]
+        return answer
+
+    def raw_outputs(self) -> dict[str, Any]:
+        """The same outputs as the kernel sent them (rich data included), for a view."""
+        answer, outputs = self._kept_outputs()
+        answer["outputs"] = outputs
+        return answer
+
+    def _kept_outputs(self) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         outputs = self.outputs.outputs
         answer: dict[str, Any] = {}
         if len(outputs) > MAX_OUTPUTS:
             half = MAX_OUTPUTS // 2
             answer["outputsOmitted"] = len(outputs) - MAX_OUTPUTS
             outputs = outputs[:half] + outputs[-half:]
-        answer["outputs"] = [output_object(o) for o in outputs]
-        return answer
+        return answer, outputs
 
 
 def select_cells(
@@ -478,6 +488,19 @@ class Execution:
         if self.notebook_error:
             value["notebookError"] = self.notebook_error
         return value
+
+    def view_data(self) -> dict[str, Any]:
+        """The cells' outputs so far with their rich data (HTML, SVG, charts), for a view."""
+        cells = [
+            {
+                "cellId": run.cell_id,
+                "executionCount": run.execution_count,
+                "status": run.status,
+                **run.raw_outputs(),
+            }
+            for run in self.runs
+        ]
+        return {"path": self.shown, "cells": cells}
 
     def images(self) -> list[Image]:
         """The pictures among the outputs so far (at most :data:`MAX_IMAGES`)."""

@@ -42,6 +42,18 @@ from ..core.errors import ToolError
 from ..core.registry import TOOLSETS_HEADER, CallResult, Registry, Tool, request_toolsets
 from ..core.version import __version__
 from ..lab.notebooks import IMAGE_URI, is_image_uri, output_image
+from ..views.catalog import (
+    APP_MIME_TYPE,
+    EXTENSION_ID,
+    RESOURCE_UI_META,
+    VIEW_DATA_KEY,
+    page_html,
+    pages_built,
+    shows_views,
+    view_at,
+    view_of_tool,
+)
+from ..views.data import view_data
 
 # Logging is deprecated at 2026-07-28 but still part of the legacy era we serve.
 warnings.filterwarnings("ignore", category=MCPDeprecationWarning, module=__name__)
@@ -258,6 +270,9 @@ class _Server(Server[Any]):
     """The SDK server, advertising ``tools.listChanged`` on the legacy handshake."""
 
     _default_options: InitializationOptions | None = None
+    #: The handshake era's ``capabilities.experimental`` (that era's schema has no
+    #: ``extensions`` member, so an extension is declared there).
+    experimental: dict[str, dict[str, Any]] | None = None
 
     def create_initialization_options(
         self,
@@ -276,7 +291,7 @@ class _Server(Server[Any]):
             return self._default_options
         options = super().create_initialization_options(
             notification_options or NotificationOptions(tools_changed=True),
-            experimental_capabilities,
+            experimental_capabilities or self.experimental,
             extensions,
         )
         if default:
@@ -457,6 +472,13 @@ class MCPSurface:
                 on_subscriptions_listen=self._listen,
             )
         self.server.middleware.append(self._track_session)
+        #: Whether views are offered: only with their pages built (make labextension).
+        self.views = pages_built()
+        if self.views:
+            # Declared in both eras' places; tools link their view, and results carry its
+            # data, only for a client that declared the extension too (see shows_views).
+            self.server.extensions[EXTENSION_ID] = {}
+            self.server.experimental = {EXTENSION_ID: {}}
         security = TransportSecuritySettings(
             enable_dns_rebinding_protection=allowed_hosts is not None,
             allowed_hosts=list(allowed_hosts or []),
@@ -569,6 +591,19 @@ class MCPSurface:
         self, rctx: Any, params: types.ReadResourceRequestParams
     ) -> types.ReadResourceResult:
         uri = str(params.uri)
+        view = view_at(uri) if self.views else None
+        if view is not None:
+            html = await asyncio.to_thread(page_html, view.name)
+            return types.ReadResourceResult(
+                contents=[
+                    types.TextResourceContents(
+                        uri=uri,
+                        mime_type=APP_MIME_TYPE,
+                        text=html,
+                        _meta={"ui": RESOURCE_UI_META},
+                    )
+                ]
+            )
         if not is_image_uri(uri):
             raise MCPError(types.INVALID_PARAMS, "Resource not found", {"uri": uri})
         try:
@@ -603,22 +638,34 @@ class MCPSurface:
         answer = types.ListToolsResult(
             tools=[], next_cursor=encode_cursor(following) if following < len(visible) else None
         ).model_dump(by_alias=True, mode="json", exclude_none=True)
-        answer["tools"] = [self._wire_tool(t) for t in page]
+        views = self._shows_views(rctx)
+        answer["tools"] = [self._wire_tool(t, views) for t in page]
         return answer
 
-    def _wire_tool(self, tool: Tool) -> dict[str, Any]:
+    def _shows_views(self, rctx: Any) -> bool:
+        """Whether the client of this request gets views (it declared the extension)."""
+        if not self.views:
+            return False
+        session = getattr(rctx, "session", None)
+        return shows_views(getattr(session, "client_capabilities", None))
+
+    def _wire_tool(self, tool: Tool, views: bool = False) -> dict[str, Any]:
         """The wire form of :func:`mcp_tool`, made once per registered tool object and window.
 
         Every session lists the tools once, and 60 declarations with their schemas were the
         costliest answer a session asks for. A tool that is registered again (a plugin
-        reloaded) is a new object and gets a new declaration.
+        reloaded) is a new object and gets a new declaration. With ``views``, a tool that has
+        a view links it (``_meta.ui.resourceUri``).
         """
         window = self.ctx.settings.result_window
         cached = self._wire_tools.get(tool.name)
         if cached is None or cached[0] is not tool or cached[1] != window:
             wire = mcp_tool(tool, window).model_dump(by_alias=True, mode="json", exclude_none=True)
             cached = self._wire_tools[tool.name] = (tool, window, wire)
-        return cached[2]
+        view = view_of_tool(tool.name) if views and tool.plugin is None else None
+        if view is None:
+            return cached[2]
+        return {**cached[2], "_meta": {"ui": {"resourceUri": view.uri}}}
 
     # -- tools/call ---------------------------------------------------------------------------
 
@@ -655,6 +702,7 @@ class MCPSurface:
                 answer = error_result(f"{name} was stopped: the client went away")
             else:
                 answer = call_tool_result(result, rctx.protocol_version)
+                await self._add_view_data(answer, rctx, name, params.arguments or {}, result)
             finished = True
         except ToolError as e:  # the registry turns every failure, bugs too, into one
             answer = error_result(str(e))
@@ -671,6 +719,29 @@ class MCPSurface:
             if relay is not None:
                 await relay.close()
         return answer
+
+    async def _add_view_data(
+        self,
+        answer: dict[str, Any],
+        rctx: Any,
+        name: str,
+        arguments: dict[str, Any],
+        result: CallResult,
+    ) -> None:
+        """Give the result of a tool that has a view the data the view shows, for a client
+        that shows views (a first window only: later ones are the same result read on)."""
+        view = view_of_tool(name)
+        if view is None or (result.window is not None and result.window[0] > 0):
+            return
+        if not self._shows_views(rctx):
+            return
+        # The tool's data is taken on the loop (a background run goes on changing it there);
+        # shaping and bounding it, which may measure megabytes, in a thread.
+        offered = result.view_data() if result.view_data is not None else None
+        shown = await asyncio.to_thread(
+            view_data, view, arguments, result.value, result.images, offered
+        )
+        answer.setdefault("_meta", {})[VIEW_DATA_KEY] = unicode_safe(shown)
 
     def _progress_relay(self, rctx: Any) -> _ProgressRelay | None:
         if _json_answer.get():

@@ -19,7 +19,7 @@ from ..code.client import (
 from ..code.engine import REFACTOR_TYPES, Source, check_identifier, check_position
 from ..core.context import ToolContext
 from ..core.errors import ToolError
-from ..core.registry import ToolSet
+from ..core.registry import ToolSet, WithViewData
 
 tools = ToolSet("code")
 
@@ -137,7 +137,7 @@ def refactor_code_at_location(
     character: int,
     refactorType: str,
     options: dict[str, Any] | None = None,
-) -> dict[str, Any]:
+) -> WithViewData:
     """Compute the refactoring with jedi, then write all changed files atomically."""
     if refactorType not in REFACTOR_TYPES:
         raise ToolError(
@@ -182,7 +182,11 @@ def refactor_code_at_location(
             + "; ".join(untouched)
         )
         result["notChanged"] = untouched
-    return result
+    files = [
+        {"path": shown, "before": before, "after": after}
+        for shown, before, after in sorted(changes.values(), key=lambda change: change[0])
+    ]
+    return WithViewData(result, lambda: {"files": files})
 
 
 def _until(

@@ -10,7 +10,7 @@ from typing import Any
 
 from ..core.context import ToolContext, progress_reporter
 from ..core.errors import ToolError
-from ..core.registry import ToolSet, WithImages
+from ..core.registry import ToolSet, WithImages, WithViewData
 from ..documents.cells import find_cell, source_of
 from ..kernels import control, introspection
 from ..kernels.runner import (
@@ -55,8 +55,8 @@ def _executions(ctx: ToolContext) -> Executions:
     return ctx.services.executions
 
 
-def _answer(execution: Execution) -> WithImages:
-    return WithImages(execution.answer(), execution.images())
+def _answer(execution: Execution) -> WithViewData:
+    return WithViewData(WithImages(execution.answer(), execution.images()), execution.view_data)
 
 
 @tools.tool(
@@ -98,7 +98,7 @@ async def execute_notebook_cells(
     toIndex: int | None = None,
     timeoutMs: int = DEFAULT_TIMEOUT_MS,
     background: bool = False,
-) -> WithImages:
+) -> WithViewData:
     """Run the chosen cells; wait for them unless ``background``."""
     document = await open_notebook(ctx, pathInProject)
     cells = select_cells(await document.snapshot(), document.shown, cellIds, fromIndex, toIndex)
@@ -135,7 +135,7 @@ async def execute_notebook_cells(
     read_only=True,
     title="Run state",
 )
-async def get_execution(ctx: ToolContext, executionId: str, waitMs: int = 0) -> WithImages:
+async def get_execution(ctx: ToolContext, executionId: str, waitMs: int = 0) -> WithViewData:
     """The run ``executionId``, after waiting up to ``waitMs`` for it to end."""
     execution = _executions(ctx).get(executionId)
     if waitMs:

@@ -12,7 +12,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..core.context import ToolContext
-from ..core.registry import ToolSet, WithImages
+from ..core.errors import ToolError
+from ..core.registry import ToolSet, WithImages, WithViewData
 from ..documents import cells as ops
 from ..lab.notebooks import (
     LISTING_TEXT_LIMIT,
@@ -116,13 +117,29 @@ async def get_notebook_cell(
     pathInProject: str | None = None,
     cellId: str | None = None,
     index: int | None = None,
-) -> WithImages:
+) -> WithViewData:
     """One cell with its outputs."""
     doc = await open_notebook(ctx, pathInProject)
     nb = await doc.snapshot()
     position = ops.find_cell(nb, doc.shown, cellId, index)
     cell = nb["cells"][position]
-    return WithImages(cell_object(cell, position, shown=doc.shown), cell_images([cell]))
+    answer = WithImages(cell_object(cell, position, shown=doc.shown), cell_images([cell]))
+    return WithViewData(answer, lambda: _cell_view_data(doc.shown, cell))
+
+
+def _cell_view_data(shown: str, cell: dict[str, Any]) -> dict[str, Any]:
+    """One cell's outputs as the notebook keeps them (rich data included), for a view."""
+    return {
+        "path": shown,
+        "cells": [
+            {
+                "cellId": cell.get("id"),
+                "cellType": cell.get("cell_type"),
+                "executionCount": cell.get("execution_count"),
+                "outputs": list(cell.get("outputs") or []),
+            }
+        ],
+    }
 
 
 @tools.tool(
@@ -189,11 +206,14 @@ async def edit_notebook_cell(
     replaceAll: bool = False,
     cellType: str | None = None,
     expectedSource: str | None = None,
-) -> dict[str, Any]:
+) -> WithViewData:
     """Edit one cell's source or type."""
     doc = await open_notebook(ctx, pathInProject)
-    return await doc.change(
-        lambda nb: ops.edit_cell(
+    texts: dict[str, str] = {}
+
+    def edit(nb: dict[str, Any]) -> dict[str, Any]:
+        before = _source_at(nb, doc.shown, cellId, index)
+        answer = ops.edit_cell(
             nb,
             doc.shown,
             cell_id=cellId,
@@ -205,7 +225,23 @@ async def edit_notebook_cell(
             cell_type=cellType,
             expected_source=expectedSource,
         )
-    )
+        if before is not None:
+            texts.update(before=before, after=ops.source_of(nb["cells"][answer["index"]]))
+        return answer
+
+    answer = await doc.change(edit)
+    where = f"{doc.shown} · cell {answer.get('cellId')}"
+    return WithViewData(answer, lambda: {"files": [{"path": where, **texts}] if texts else []})
+
+
+def _source_at(
+    nb: dict[str, Any], shown: str, cell_id: str | None, index: int | None
+) -> str | None:
+    """The source of the cell an edit names, or None when it names none (the edit says why)."""
+    try:
+        return ops.source_of(nb["cells"][ops.find_cell(nb, shown, cell_id, index)])
+    except ToolError:
+        return None
 
 
 @tools.tool(
