@@ -22,6 +22,7 @@ from typing import Any
 
 import httpx2
 import pytest
+from chromium import CHROMIUM, CHROMIUM_ARGS, require_chromium, skip_or_fail
 from hub_server import PASSWORD, Hub, request, wait_for
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
@@ -36,8 +37,6 @@ BOBS_REFUSAL = (
     "JupyterHub token of bob's (scope access:servers!user=bob, from the hub's Token page)"
 )
 ERAS = {"legacy": "2025-11-25", "auto": "2026-07-28"}
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking"]
 REPO = Path(__file__).resolve().parents[2]
 ARTIFACTS = REPO / "test-artifacts"
 
@@ -348,13 +347,6 @@ def link_online(page: Any) -> bool:
     return status.count() > 0 and "MCP: offline" not in status.inner_text()
 
 
-def skip_or_fail(reason: str) -> None:
-    # CI sets JUPYTER_MCP_REQUIRE_BROWSER: there a missing browser is a broken set-up.
-    if os.environ.get("JUPYTER_MCP_REQUIRE_BROWSER"):
-        pytest.fail(f"browser tests required but cannot run: {reason}")
-    pytest.skip(reason)
-
-
 def labextension_served() -> bool:
     """The built labextension, where the single-user servers of this environment load it."""
     built = REPO / "jupyter_mcp" / "labextension" / "package.json"
@@ -365,8 +357,7 @@ def labextension_served() -> bool:
 @pytest.fixture(scope="module")
 def lab_page(hub: Hub) -> Iterator[Any]:
     """alice's JupyterLab in headless Chromium, logged in through the hub's login form."""
-    if not os.path.exists(CHROMIUM):
-        skip_or_fail(f"{CHROMIUM} is missing (apt-get install chromium, or make test)")
+    require_chromium()
     if not labextension_served():
         skip_or_fail("the labextension is not built/linked (make labextension; make test does it)")
     from playwright.sync_api import sync_playwright

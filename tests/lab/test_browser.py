@@ -30,19 +30,11 @@ from typing import Any
 
 import nbformat
 import pytest
+from chromium import CHROMIUM, CHROMIUM_ARGS, require_chromium, skip_or_fail
 from server_configs import COLLABORATION_EXTENSIONS
 
 pytestmark = pytest.mark.browser
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 TOKEN = "browser-test-token"
 #: jupyter-collaboration's lab extensions, kept off in these tests.
 
@@ -139,13 +131,6 @@ def wait_for(condition: Callable[[], Any], timeout: float = 15.0, what: str = "c
         time.sleep(0.05)
 
 
-def _skip_or_fail(reason: str) -> None:
-    # CI sets JUPYTER_MCP_REQUIRE_BROWSER: there a missing browser is a broken set-up, not a skip.
-    if os.environ.get("JUPYTER_MCP_REQUIRE_BROWSER"):
-        pytest.fail(f"browser tests required but cannot run: {reason}")
-    pytest.skip(reason)
-
-
 def _run_lab(base: Path, *, collaboration: bool = False) -> Iterator[Lab]:
     """Run JupyterLab on a folder under ``base`` until the generator is closed.
 
@@ -153,10 +138,9 @@ def _run_lab(base: Path, *, collaboration: bool = False) -> Iterator[Lab]:
     installed it enables itself): its server extensions on the command line, its lab
     extensions in the page config.
     """
-    if not os.path.exists(CHROMIUM):
-        _skip_or_fail(f"{CHROMIUM} is missing (apt-get install chromium, or make test)")
+    require_chromium()
     if not _labextension_served():
-        _skip_or_fail("the labextension is not built/linked (make labextension; make test does it)")
+        skip_or_fail("the labextension is not built/linked (make labextension; make test does it)")
     root = base / "root"
     root.mkdir()
     settings = base / "settings" / "@jupyterlab" / "apputils-extension"

@@ -13,11 +13,28 @@ from pathlib import Path
 
 import nbformat
 
-#: A 2x2 PNG (red, green / blue, white).
-PNG = (
-    "iVBORw0KGgoAAAANSUhEUgAAAAIAAAACCAIAAAD91JpzAAAAEklEQVR4nGP4z8DAAMIM/4EAAB/uBfsL2WiL"
-    "AAAAAElFTkSuQmCC"
-)
+
+def _png(width: int = 120, height: int = 60) -> str:
+    """A PNG (a colour gradient), base64: a picture output of a known size."""
+    import base64
+    import struct
+    import zlib
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        body = kind + data
+        return struct.pack(">I", len(data)) + body + struct.pack(">I", zlib.crc32(body))
+
+    rows = b"".join(
+        b"\x00" + b"".join(bytes((x * 255 // width, y * 255 // height, 160)) for x in range(width))
+        for y in range(height)
+    )
+    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    png = b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(rows))
+    return base64.b64encode(png + chunk(b"IEND", b"")).decode()
+
+
+#: A 120x60 PNG.
+PNG = _png()
 
 #: What the hostile HTML output would do if it ran or loaded anything.
 HOSTILE_HTML = (
