@@ -54,10 +54,14 @@ class Server:
 
 
 @contextlib.contextmanager
-def jupyter_server(root: Path, *extra: str) -> Iterator[Server]:
-    """Start ``jupyter server`` on ``root`` and stop it afterwards."""
+def jupyter_server(
+    root: Path, *extra: str, env: dict[str, str] | None = None, cwd: Path | None = None
+) -> Iterator[Server]:
+    """Start ``jupyter server`` on ``root`` and stop it afterwards; ``env`` is added to this
+    process's environment and ``cwd`` is its working folder (a ``PYTHONPATH`` that serves
+    another jupyter_mcp needs one outside this checkout, which ``python -m`` puts first)."""
     port, token = free_port(), secrets.token_hex(16)
-    env = {**os.environ, "JUPYTER_TOKEN": token}
+    env = {**os.environ, **(env or {}), "JUPYTER_TOKEN": token}
     cmd = [
         sys.executable,
         "-m",
@@ -71,7 +75,9 @@ def jupyter_server(root: Path, *extra: str) -> Iterator[Server]:
         "--log-level=WARN",
         *extra,
     ]
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        cmd, env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
     server = Server(root, port, token, proc)
     try:
         deadline = time.monotonic() + 60
