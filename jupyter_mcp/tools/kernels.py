@@ -210,7 +210,7 @@ async def kernel_action(
     if kernelName is None:
         raise ToolError("kernel_action change needs kernelName (kernel_action list shows names)")
     answer = await control.change(ctx, clients, path, shown, kernelName)
-    metadata = control.kernelspec_metadata(ctx, kernelName)
+    metadata = await control.kernelspec_metadata(ctx, kernelName)
     document = await open_notebook(ctx, pathInProject or shown)
 
     def name_kernel(nb: dict[str, Any]) -> None:
