@@ -14,7 +14,8 @@ from jupyter_server.extension.application import ExtensionApp
 from traitlets import Bool, Float, Int, List, TraitError, Unicode, Union, observe, validate
 
 from .core.context import Settings, ToolContext
-from .core.registry import TOOLSETS, Registry, unknown_toolsets
+from .core.registry import Registry
+from .core.toolsets import TOOLSETS, unknown_toolsets
 from .core.version import __version__
 from .lab.editor import EditorBridge
 from .lab.live_notebooks import LiveNotebooks

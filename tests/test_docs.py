@@ -7,7 +7,7 @@ from pathlib import Path
 from jupyter_server.extension.application import ExtensionApp
 
 from jupyter_mcp.app import JupyterMCP
-from jupyter_mcp.core.registry import TOOLSETS
+from jupyter_mcp.core.toolsets import TOOLSETS
 from jupyter_mcp.tools import builtin_tools
 
 README = Path(__file__).parent.parent / "README.md"

@@ -18,7 +18,7 @@ import json
 import shlex
 from typing import Any
 
-from ..core.registry import TOOLSETS
+from ..core.toolsets import TOOLSETS
 from . import DISTRIBUTION, PROGRAM
 from .discovery import HubServer, with_toolsets
 from .launcher import relay_launcher, toolsets_arguments

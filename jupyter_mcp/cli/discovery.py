@@ -17,7 +17,7 @@ from typing import Any
 from urllib.parse import urlparse
 
 from ..core.paths import is_inside
-from ..core.registry import TOOLSETS, parse_toolsets
+from ..core.toolsets import TOOLSETS, parse_toolsets
 
 
 class NoServerError(Exception):

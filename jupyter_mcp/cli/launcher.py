@@ -12,7 +12,7 @@ import os
 import sys
 from pathlib import Path
 
-from ..core.registry import TOOLSETS, parse_toolsets
+from ..core.toolsets import TOOLSETS, parse_toolsets
 from . import PROGRAM
 from .discovery import find_server, running_servers
 

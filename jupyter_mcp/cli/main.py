@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 
 from ..core.errors import ToolError
-from ..core.registry import TOOLSETS
+from ..core.toolsets import TOOLSETS
 from . import PROGRAM
 from .clients import TOKEN_PLACEHOLDER, client_snippets, hub_token_help
 from .discovery import (

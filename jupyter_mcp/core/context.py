@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from .errors import ToolError
 from .paths import relative_path, resolve_in_root
-from .registry import TOOLSETS
+from .toolsets import TOOLSETS
 
 if TYPE_CHECKING:
     from ..code.client import CodeService

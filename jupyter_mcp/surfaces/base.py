@@ -7,7 +7,7 @@ in the shape of the surface they hit: :meth:`MCPBaseHandler.error_payload`.
 
 A connection chooses its tool sets with the ``toolsets`` query parameter (``?toolsets=files,git``)
 or the ``X-MCP-Toolsets`` header (both given: a tool must be in both), read the same way for
-every surface by :func:`~jupyter_mcp.core.registry.request_toolsets`.
+every surface by :func:`~jupyter_mcp.core.toolsets.request_toolsets`.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from jupyter_server.extension.handler import ExtensionHandlerMixin
 from tornado import web
 
 from ..core.errors import ToolError
-from ..core.registry import TOOLSETS_HEADER, request_toolsets
+from ..core.toolsets import TOOLSETS_HEADER, request_toolsets
 
 if TYPE_CHECKING:
     from ..app import JupyterMCP

@@ -22,7 +22,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from tornado.httpclient import HTTPClientError
 
-from jupyter_mcp.core.registry import TOOLSETS
+from jupyter_mcp.core.toolsets import TOOLSETS
 
 MODES = ["legacy", "auto"]
 
