@@ -16,6 +16,20 @@ def stdio_command(root_dir: Any = None, *, toolsets: str | None = None) -> list[
     return _stdio_command(root_dir, toolsets=toolsets)
 
 
+def load_ipython_extension(ipython: Any) -> None:
+    """``%load_ext jupyter_mcp``: the tools in the notebook (see :mod:`jupyter_mcp.ipython`)."""
+    from .ipython import load_ipython_extension as load
+
+    load(ipython)
+
+
+def unload_ipython_extension(ipython: Any) -> None:
+    """``%unload_ext jupyter_mcp``."""
+    from .ipython import unload_ipython_extension as unload
+
+    unload(ipython)
+
+
 def _jupyter_server_extension_points() -> list[dict[str, Any]]:
     from .app import JupyterMCP
 

@@ -39,7 +39,8 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from ..core.context import ToolContext, progress_reporter
 from ..core.errors import ToolError
-from ..core.registry import TOOLSETS_HEADER, CallResult, Registry, Tool, request_toolsets
+from ..core.registry import CallResult, Registry, Tool
+from ..core.toolsets import TOOLSETS_HEADER, request_toolsets
 from ..core.version import __version__
 from ..lab.notebooks import IMAGE_URI, is_image_uri, output_image
 from ..views.catalog import (
