@@ -79,11 +79,33 @@ def shown(answer: Answer) -> Any:
 
 def bundle(answer: Answer) -> dict[str, Any]:
     """The MIME bundle of an answer."""
-    return {
-        MIME_TYPE: {"tool": answer.tool, "value": answer.value, "result": answer.result},
-        "text/html": html_of(answer),
-        "text/plain": text_of(answer),
-    }
+    data: dict[str, Any] = {"tool": answer.tool, "value": answer.value, "result": answer.result}
+    order = key_order(answer.value)
+    if order:
+        data["order"] = order
+    return {MIME_TYPE: data, "text/html": html_of(answer), "text/plain": text_of(answer)}
+
+
+def key_order(value: Any) -> dict[str, Any] | None:
+    """The order of the keys the answer's tables show, as the tool gave them: a notebook
+    saves JSON with its keys sorted, so the order is kept beside the value.
+
+    ``{"columns": [...]}`` for a list of objects; ``{"fields": [...], "columns": {field:
+    [...]}}`` for an object (and the lists of objects in it).
+    """
+    if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
+        return {"columns": _columns(value)}
+    if isinstance(value, dict):
+        nested = {
+            key: _columns(item)
+            for key, item in value.items()
+            if isinstance(item, list) and item and all(isinstance(v, dict) for v in item)
+        }
+        order: dict[str, Any] = {"fields": list(value)}
+        if nested:
+            order["columns"] = nested
+        return order
+    return None
 
 
 def view_data(answer: Answer) -> dict[str, Any] | None:

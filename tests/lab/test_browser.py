@@ -765,6 +765,88 @@ def test_a_long_call_shows_as_running_until_it_ends(lab: Lab, page: Any) -> None
     wait_for(lambda: status.inner_text().endswith("last: wait"), what="the status bar")
 
 
+# -- tool results in notebooks (the IPython extension) ---------------------------------------
+
+SCREENSHOTS = REPO / "docs" / "screenshots"
+
+
+def keep_screenshot(locator: Any, name: str) -> None:
+    """A screenshot into test-artifacts/; with JUPYTER_MCP_SCREENSHOTS=1 also into the README's
+    pictures (docs/screenshots/), which are otherwise left as they are."""
+    ARTIFACTS.mkdir(exist_ok=True)
+    locator.screenshot(path=str(ARTIFACTS / name))
+    if os.environ.get("JUPYTER_MCP_SCREENSHOTS"):
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        (SCREENSHOTS / name).write_bytes((ARTIFACTS / name).read_bytes())
+
+
+def test_magics_results_render_in_jupyterlab_with_the_views_renderers(lab: Lab, page: Any) -> None:
+    from outputs_notebook import write_outputs_notebook
+
+    (lab.root / "magics").mkdir()
+    write_outputs_notebook(lab.root / "magics" / "outputs.ipynb")
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3 (ipykernel)"}
+    nb.cells = [
+        nbformat.v4.new_code_cell(source)
+        for source in (
+            "%load_ext jupyter_mcp",
+            "%mcp tools notebooks",
+            "run = %mcp execute_notebook_cells pathInProject=magics/outputs.ipynb\nrun",
+            "%mcp edit_notebook_cell pathInProject=magics/outputs.ipynb index=0 "
+            "searchText=\"'c', 'a', 'b'\" replaceText=\"'c', 'a', 'z'\"",
+            "%mcp get_kernel_variables pathInProject=magics/outputs.ipynb",
+        )
+    ]
+    (lab.root / "magics" / "demo.ipynb").write_text(nbformat.writes(nb))
+    try:
+        # Run by the server, in the kernel it starts for the notebook: the extension finds it.
+        lab.ok("execute_notebook_cells", pathInProject="magics/demo.ipynb", timeoutMs=240000)
+    finally:
+        for name in ("magics/demo.ipynb", "magics/outputs.ipynb"):
+            lab.call("kernel_action", action="shutdown", pathInProject=name)
+    page.evaluate(
+        "() => { window.pwned = []; window.addEventListener('message', e => "
+        "{ if (e.data && e.data.pwned) window.pwned.push(e.data.pwned); }); }"
+    )
+    open_in_editor(lab, page, "magics/demo.ipynb")
+    panel = page.locator(".jp-NotebookPanel:visible")
+    rendered = panel.locator(".jp-MCP-rendered")
+    wait_for(lambda: rendered.count() == 4, timeout=60, what="the four results, rendered")
+    tools = rendered.nth(0)
+    assert tools.locator("tbody tr").count() == 7  # the notebooks tool set
+    # In the tool's order of keys, though the saved notebook sorted them.
+    assert tools.locator("thead th").all_inner_texts()[:2] == ["toolset", "name"]
+    run = rendered.nth(1)
+    table = run.locator(".jp-MCP-sortableTable")
+    wait_for(lambda: table.count() == 1, what="the DataFrame as a sortable table")
+
+    def first_column() -> list[str]:
+        return table.locator("tbody tr td:nth-child(2)").all_inner_texts()
+
+    assert first_column() == ["3", "1", "2"]
+    table.locator("thead th").nth(1).click()
+    assert first_column() == ["1", "2", "3"]
+    wait_for(lambda: run.locator(".jp-MCP-chart svg.marks").count() == 1, what="the Vega chart")
+    wait_for(lambda: run.locator(".jp-MCP-chart .main-svg").count() > 0, what="the Plotly chart")
+    # Further down the notebook cells may not be laid out yet: their text, not their looks.
+    error = run.locator(".jp-MCP-errorName").text_content()
+    assert error == "ZeroDivisionError: division by zero"
+    assert run.locator("script, iframe, [onerror]").count() == 0
+    assert rendered.nth(2).locator(".jp-MCP-diffWordInserted").text_content() == "z"
+    variables = rendered.nth(3).locator(".jp-MCP-variables tbody td:first-child")
+    assert "table" in variables.all_text_contents()
+    time.sleep(1)
+    assert page.evaluate("window.pwned") == [] and "pwned" not in page.title()
+    # Room for the whole of a long cell (the notebook lays out what it shows), then back.
+    page.set_viewport_size({"width": 1400, "height": 2600})
+    try:
+        keep_screenshot(panel.locator(".jp-Cell").nth(1), "magics-tools.png")
+        keep_screenshot(panel.locator(".jp-Cell").nth(2), "magics-cell-outputs.png")
+    finally:
+        page.set_viewport_size({"width": 1400, "height": 900})
+
+
 def wait_for_debugger_button(page: Any, bug: Any) -> None:
     """Wait until JupyterLab's debugger can be switched on for the visible notebook (its kernel
     is up and says it can debug); on a time-out, keep a screenshot of what the page showed."""

@@ -8,7 +8,7 @@
  */
 import { renderDiff } from './diff';
 import { IOutputContext, renderCellOutputs } from './outputs';
-import { renderValue } from './value';
+import { IKeyOrder, renderValue } from './value';
 import { renderVariables } from './variables';
 import {
   imagesOf,
@@ -46,6 +46,8 @@ export interface IResultBundle {
   tool: string;
   /** The tool's answer as Python got it. */
   value?: unknown;
+  /** The order of its tables' keys (see IKeyOrder). */
+  order?: IKeyOrder;
   result: IToolResult;
 }
 
@@ -77,7 +79,7 @@ export function renderResult(
       ? bundle.value
       : (result.structuredContent ??
         (result.content ?? []).find(b => b.type === 'text')?.text);
-  node.appendChild(renderValue(value));
+  node.appendChild(renderValue(value, bundle.order));
   for (const image of images) {
     const img = document.createElement('img');
     img.className = 'jp-MCP-picture';

@@ -3,7 +3,7 @@
  * filterable) tables, objects as their fields, diffs side by side, text as text.
  */
 import { looksLikeDiff, renderDiff } from './diff';
-import { cellText, columnsOf, dataTable } from './table';
+import { cellText, columnsOf, dataTable, IColumn } from './table';
 
 function element(tag: string, className: string, text?: string): HTMLElement {
   const node = document.createElement(tag);
@@ -18,8 +18,42 @@ function isRecord(value: unknown): value is { [key: string]: unknown } {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
+/**
+ * The order of the keys a value's tables show, as the tool gave them (a saved notebook sorts
+ * its JSON's keys): `columns` of a list of objects, or an object's `fields` and the `columns`
+ * of the lists of objects in it.
+ */
+export interface IKeyOrder {
+  columns?: string[] | { [field: string]: string[] };
+  fields?: string[];
+}
+
+/** `keys` in `order` first (the ones it names), then the rest as they come. */
+function ordered(keys: string[], order?: unknown): string[] {
+  if (!Array.isArray(order)) {
+    return keys;
+  }
+  const known = order.filter(key => keys.includes(key));
+  return [...known, ...keys.filter(key => !known.includes(key))];
+}
+
+function columnsIn(
+  rows: { [key: string]: unknown }[],
+  order?: unknown
+): IColumn[] {
+  const columns = columnsOf(rows);
+  const keys = ordered(
+    columns.map(column => column.key),
+    order
+  );
+  return keys.map(key => columns.find(column => column.key === key) as IColumn);
+}
+
 /** A value laid out: tables for lists, diffs side by side, text as text. */
-export function renderValue(value: unknown): HTMLElement {
+export function renderValue(
+  value: unknown,
+  order: IKeyOrder = {}
+): HTMLElement {
   if (typeof value === 'string') {
     if (looksLikeDiff(value)) {
       return renderDiff([{ patch: value }]);
@@ -31,7 +65,9 @@ export function renderValue(value: unknown): HTMLElement {
       return element('p', 'jp-MCP-note', 'Nothing (an empty list).');
     }
     if (value.every(isRecord)) {
-      return dataTable(value, columnsOf(value), { filter: value.length > 5 });
+      return dataTable(value, columnsIn(value, order.columns), {
+        filter: value.length > 5
+      });
     }
     return dataTable(
       value.map(item => ({ value: item })),
@@ -43,7 +79,9 @@ export function renderValue(value: unknown): HTMLElement {
     const node = element('div', 'jp-MCP-record');
     const scalars: { [key: string]: unknown }[] = [];
     const parts: HTMLElement[] = [];
-    for (const [key, item] of Object.entries(value)) {
+    const nested = isRecord(order.columns) ? order.columns : {};
+    for (const key of ordered(Object.keys(value), order.fields)) {
+      const item = value[key];
       if (key === 'diff' && typeof item === 'string') {
         parts.push(renderDiff([{ patch: item }]));
       } else if (Array.isArray(item) && item.length && item.every(isRecord)) {
@@ -52,7 +90,9 @@ export function renderValue(value: unknown): HTMLElement {
           element('div', 'jp-MCP-fieldName', `${key} (${item.length})`)
         );
         part.appendChild(
-          dataTable(item, columnsOf(item), { filter: item.length > 5 })
+          dataTable(item, columnsIn(item, nested[key]), {
+            filter: item.length > 5
+          })
         );
         parts.push(part);
       } else if (typeof item === 'string' && item.includes('\n')) {
