@@ -145,14 +145,23 @@ def _scrub(nb: Any, server: dict[str, str]) -> None:
             text = text.replace(old, new)
         return scratch.sub("/tmp/scratch", text)
 
+    def cleaned(value: Any) -> Any:
+        # JSON outputs too (the IPython extension's results carry paths in their data).
+        if isinstance(value, str):
+            return clean(value)
+        if isinstance(value, list):
+            return [cleaned(v) for v in value]
+        if isinstance(value, dict):
+            return {k: cleaned(v) for k, v in value.items()}
+        return value
+
     for cell in nb.cells:
         cell.metadata.pop("execution", None)
         for output in cell.get("outputs", []):
             if "text" in output:
                 output["text"] = clean(output["text"])
             for kind, value in list(output.get("data", {}).items()):
-                if isinstance(value, str):
-                    output["data"][kind] = clean(value)
+                output["data"][kind] = cleaned(value)
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
