@@ -15,17 +15,10 @@ committed notebooks show their outputs.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import re
-import secrets
 import shutil
-import socket
-import subprocess
-import sys
 import tempfile
-import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -33,6 +26,7 @@ from typing import Any
 import nbformat
 import pytest
 from nbclient import NotebookClient
+from server_process import server_process
 
 REPO = Path(__file__).resolve().parent.parent
 DEMOS = REPO / "notebooks"
@@ -50,12 +44,6 @@ def manifest(folder: Path) -> dict[str, str]:
     }
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def _python_path() -> str:
     """This process's import path for subprocesses: absolute, so it holds in any folder."""
     entries = [os.path.abspath(p) for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
@@ -66,59 +54,9 @@ def _python_path() -> str:
 def demo_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
     """A Jupyter server with jupyter_mcp on notebooks/, in a subprocess of its own."""
     home = tmp_path_factory.mktemp("demo-server")
-    config = home / "config"
-    config.mkdir()
-    (config / "jupyter_server_config.json").write_text(
-        json.dumps({"ServerApp": {"jpserver_extensions": {"jupyter_mcp": True}}})
-    )
-    port, token = _free_port(), secrets.token_hex(16)
-    env = {
-        **os.environ,
-        "PYTHONPATH": _python_path(),
-        "JUPYTER_CONFIG_DIR": str(config),
-        "JUPYTER_DATA_DIR": str(home / "data"),
-        "JUPYTER_RUNTIME_DIR": str(home / "runtime"),
-    }
-    env.pop("JUPYTER_TOKEN", None)
-    argv = [
-        sys.executable,
-        "-m",
-        "jupyter_server",
-        "--no-browser",
-        "--ServerApp.ip=127.0.0.1",
-        f"--ServerApp.port={port}",
-        "--ServerApp.port_retries=0",
-        f"--IdentityProvider.token={token}",
-        f"--ServerApp.root_dir={DEMOS}",
-    ]
-    if hasattr(os, "getuid") and os.getuid() == 0:
-        argv.append("--allow-root")
-    log = open(home / "server.log", "w+b")  # noqa: SIM115  # closed below
-    server = subprocess.Popen(argv, env=env, stdout=log, stderr=subprocess.STDOUT, cwd=home)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 90
-        while True:
-            try:
-                request = urllib.request.Request(
-                    url + "/mcp/status", headers={"Authorization": f"token {token}"}
-                )
-                urllib.request.urlopen(request, timeout=2).read()
-                break
-            except OSError:
-                if server.poll() is not None or time.monotonic() > deadline:
-                    log.seek(0)
-                    pytest.fail("the demo server did not start:\n" + log.read().decode())
-                time.sleep(0.25)
-        yield {"url": url, "token": token}
-    finally:
-        server.terminate()
-        try:
-            server.wait(30)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
-        log.close()
+    env = {**os.environ, "PYTHONPATH": _python_path()}
+    with server_process(home, DEMOS, env=env) as server:
+        yield {"url": server.url.rstrip("/"), "token": server.token}
 
 
 def _errors(nb: Any) -> list[str]:

@@ -121,6 +121,9 @@ def test_wheel_contains_labextension_and_server_config(wheel: Path) -> None:
     assert "jupyter_mcp/app.py" in names
     # The lab socket's request list, which the server reads at import.
     assert "jupyter_mcp/lab/protocol.json" in names
+    # The MCP Apps view pages (built, git-ignored, named as artifacts).
+    for view in ("cell-outputs", "variables", "diff"):
+        assert f"jupyter_mcp/views/static/{view}.html" in names, view
     assert not any(n.startswith("jupyter_mcp/labextension/") for n in names)
 
 

@@ -15,6 +15,7 @@ from typing import Any
 import anyio
 import pytest
 from mcp import Client, StdioServerParameters
+from mcp_lists import list_all
 
 from jupyter_mcp.cli.launcher import relay_launcher
 from jupyter_mcp.core.context import ToolContext
@@ -63,15 +64,6 @@ def relay_params(runtime_dir: str, jp_root_dir: Path, tmp_path: Path):  # type: 
 def errlog(tmp_path: Path):  # type: ignore[no-untyped-def]
     with open(tmp_path / "relay-stderr.log", "w+") as f:
         yield f
-
-
-async def list_all(client: Client) -> list[Any]:
-    tools, cursor = [], None
-    while True:
-        page = await client.list_tools(cursor=cursor, cache_mode="refresh")
-        tools.extend(page.tools)
-        if (cursor := page.next_cursor) is None:
-            return tools
 
 
 def stdio_client_for(params: StdioServerParameters, errlog: Any):  # type: ignore[no-untyped-def]

@@ -27,6 +27,7 @@ from hub_server import PASSWORD, Hub, request, wait_for
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
+from mcp_lists import list_all
 
 from jupyter_mcp.cli.launcher import relay_launcher
 
@@ -80,15 +81,6 @@ def leaves(error: BaseException) -> list[BaseException]:
     if isinstance(inner, tuple):
         return [leaf for exception in inner for leaf in leaves(exception)]
     return [error]
-
-
-async def list_all(client: Client) -> list[Any]:
-    tools, cursor = [], None
-    while True:
-        page = await client.list_tools(cursor=cursor, cache_mode="refresh")
-        tools.extend(page.tools)
-        if (cursor := page.next_cursor) is None:
-            return tools
 
 
 def relay_params(*args: str) -> StdioServerParameters:

@@ -12,12 +12,8 @@ from __future__ import annotations
 
 import json
 import os
-import secrets
-import socket
 import subprocess
 import sys
-import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -26,34 +22,13 @@ import nbformat
 import pytest
 from outputs_notebook import write_outputs_notebook
 from server_configs import COLLABORATION_EXTENSIONS
+from server_process import ServerProcess, seed_call, server_process
 
 MIME = "application/vnd.jupyter-mcp.result+json"
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-class Server:
-    """The subprocess server: where it is, and seed REST calls to it."""
-
-    def __init__(self, url: str, token: str, root: Path) -> None:
-        self.url = url
-        self.token = token
-        self.root = root
-
-    def call(self, tool: str, **arguments: Any) -> Any:
-        request = urllib.request.Request(
-            f"{self.url}mcp/{tool}",
-            data=json.dumps(arguments).encode(),
-            headers={"Authorization": f"token {self.token}", "Content-Type": "application/json"},
-        )
-        with urllib.request.urlopen(request, timeout=300) as response:
-            answer = json.loads(response.read())
-        assert answer["error"] is None, answer["error"]
-        return answer["status"]
+class Server(ServerProcess):
+    """The subprocess server, and notebooks run by it."""
 
     def run(self, name: str, cells: list[str]) -> list[dict[str, Any]]:
         """Write a notebook of ``cells``, run it in the server's kernel for it, stop that
@@ -63,9 +38,9 @@ class Server:
         nb.cells = [nbformat.v4.new_code_cell(source) for source in cells]
         (self.root / name).write_text(nbformat.writes(nb))
         try:
-            self.ran = self.call("execute_notebook_cells", pathInProject=name, timeoutMs=240000)
+            seed_call(self, "execute_notebook_cells", pathInProject=name, timeoutMs=240000)
         finally:
-            self.call("kernel_action", action="shutdown", pathInProject=name)
+            seed_call(self, "kernel_action", action="shutdown", pathInProject=name)
         return nbformat.read(self.root / name, as_version=4).cells
 
 
@@ -75,62 +50,12 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     root = home / "root"
     root.mkdir()
     (root / "hello.py").write_text('def greet(name):\n    return f"Hello, {name}!"\n')
-    config = home / "config"
-    config.mkdir()
+    # The kernels must find the server by themselves: nothing in their environment names it.
+    env = {k: v for k, v in os.environ.items() if not k.startswith("JUPYTER_MCP_")}
     # Without jupyter-collaboration, a run's outputs are in the notebook file when it ends.
-    extensions = {"jupyter_mcp": True, **{name: False for name in COLLABORATION_EXTENSIONS}}
-    (config / "jupyter_server_config.json").write_text(
-        json.dumps({"ServerApp": {"jpserver_extensions": extensions}})
-    )
-    port, token = _free_port(), secrets.token_hex(16)
-    env = {
-        key: value
-        for key, value in os.environ.items()
-        if not key.startswith(("JUPYTER_MCP_", "JUPYTER_TOKEN"))
-    }
-    env.update(
-        JUPYTER_CONFIG_DIR=str(config),
-        JUPYTER_DATA_DIR=str(home / "data"),
-        JUPYTER_RUNTIME_DIR=str(home / "runtime"),
-    )
-    argv = [
-        sys.executable,
-        "-m",
-        "jupyter_server",
-        "--no-browser",
-        "--ServerApp.ip=127.0.0.1",
-        f"--ServerApp.port={port}",
-        "--ServerApp.port_retries=0",
-        f"--IdentityProvider.token={token}",
-        f"--ServerApp.root_dir={root}",
-        "--allow-root",
-    ]
-    log = open(home / "server.log", "w+b")  # noqa: SIM115  # closed below
-    process = subprocess.Popen(argv, env=env, stdout=log, stderr=subprocess.STDOUT, cwd=home)
-    url = f"http://127.0.0.1:{port}/"
-    try:
-        deadline = time.monotonic() + 90
-        while True:
-            try:
-                request = urllib.request.Request(
-                    url + "mcp/status", headers={"Authorization": f"token {token}"}
-                )
-                urllib.request.urlopen(request, timeout=2).read()
-                break
-            except OSError:
-                if process.poll() is not None or time.monotonic() > deadline:
-                    log.seek(0)
-                    pytest.fail("the server did not start:\n" + log.read().decode())
-                time.sleep(0.25)
-        yield Server(url, token, root)
-    finally:
-        process.terminate()
-        try:
-            process.wait(30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-        log.close()
+    extensions = {name: False for name in COLLABORATION_EXTENSIONS}
+    with server_process(home, root, extensions=extensions, env=env) as running:
+        yield Server(url=running.url, token=running.token, root=root)
 
 
 def texts(cell: Any) -> str:

@@ -18,6 +18,7 @@ import httpx2
 import pytest
 from mcp import Client, MCPError
 from mcp.client.streamable_http import streamable_http_client
+from mcp_lists import list_all
 
 from jupyter_mcp.core.context import ToolContext
 from jupyter_mcp.core.registry import Tool
@@ -48,16 +49,6 @@ def connect(mcp_url: str, token: str):  # type: ignore[no-untyped-def]
                 yield client
 
     return _connect
-
-
-async def list_all(client: Client) -> list[Any]:
-    tools, cursor = [], None
-    while True:
-        page = await client.list_tools(cursor=cursor, cache_mode="refresh")
-        tools.extend(page.tools)
-        cursor = page.next_cursor
-        if cursor is None:
-            return tools
 
 
 def add_tool(app: Any, name: str, fn: Any, **flags: Any) -> None:

@@ -18,7 +18,11 @@ import httpx2
 import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
-from server_configs import collaboration_installed, server_config
+from server_configs import (
+    collaboration_installed,
+    no_kernels_left,  # noqa: F401  (autouse: importing applies it)
+    server_config,
+)
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -80,17 +84,6 @@ def connect(
 
 #: The coroutines of jupyter-collaboration that write a shared document to its file.
 COLLABORATION_SAVES = ("DocumentRoom._maybe_save_document", "FileLoader._save_content")
-
-
-@pytest.fixture(autouse=True)
-def _no_kernels_left(jp_serverapp: Any, jp_asyncio_loop: Any) -> Iterator[None]:
-    yield
-
-    async def end_sessions() -> None:
-        for session in await jp_serverapp.session_manager.list_sessions():
-            await jp_serverapp.session_manager.delete_session(session["id"])
-
-    jp_asyncio_loop.run_until_complete(end_sessions())
 
 
 @pytest.fixture(autouse=True)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -11,6 +11,7 @@ import pytest
 from mcp import Client
 from mcp.client import advertise
 from mcp.client.streamable_http import streamable_http_client
+from server_configs import no_kernels_left  # noqa: F401  (autouse: importing applies it)
 
 from jupyter_mcp.views.catalog import APP_MIME_TYPE, EXTENSION_ID, pages_built
 
@@ -45,14 +46,3 @@ def connect(
                 yield client
 
     return _connect
-
-
-@pytest.fixture(autouse=True)
-def _no_kernels_left(jp_serverapp: Any, jp_asyncio_loop: Any) -> Iterator[None]:
-    yield
-
-    async def end_sessions() -> None:
-        for session in await jp_serverapp.session_manager.list_sessions():
-            await jp_serverapp.session_manager.delete_session(session["id"])
-
-    jp_asyncio_loop.run_until_complete(end_sessions())

@@ -14,6 +14,7 @@ from typing import Any
 
 import git
 import pytest
+from mcp_lists import list_all
 from outputs_notebook import PNG, write_outputs_notebook
 
 from jupyter_mcp.views.catalog import (
@@ -27,15 +28,6 @@ from jupyter_mcp.views.data import OUTPUT_LIMIT
 
 MODES = ["legacy", "auto"]
 LINKED = {tool: view.uri for view in VIEWS for tool in view.tools}
-
-
-async def all_tools(client: Any) -> list[Any]:
-    tools, cursor = [], None
-    while True:
-        page = await client.list_tools(cursor=cursor, cache_mode="refresh")
-        tools.extend(page.tools)
-        if (cursor := page.next_cursor) is None:
-            return tools
 
 
 def view_data(result: Any) -> dict[str, Any] | None:
@@ -74,7 +66,7 @@ def test_who_shows_views(capabilities, shown):
 async def test_a_client_without_the_extension_gets_no_view(connect, mode):
     async with connect(mode, views=False) as client:
         capabilities = client.server_capabilities
-        tools = await all_tools(client)
+        tools = await list_all(client)
         missing = await client.call_tool("get_file_text_by_path", {"pathInProject": "x"})
     # The server says it has the extension; nothing else changes for this client.
     declared = capabilities.extensions or {}
@@ -88,7 +80,7 @@ async def test_a_client_without_the_extension_gets_no_view(connect, mode):
 @pytest.mark.parametrize("mode", MODES)
 async def test_a_client_with_the_extension_sees_the_views_and_their_links(connect, mode):
     async with connect(mode, views=True) as client:
-        tools = await all_tools(client)
+        tools = await list_all(client)
         pages = {view.uri: await client.read_resource(view.uri) for view in VIEWS}
     links = {t.name: t.meta["ui"]["resourceUri"] for t in tools if (t.meta or {}).get("ui")}
     assert links == LINKED

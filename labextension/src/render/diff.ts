@@ -13,6 +13,7 @@ import {
 } from 'diff';
 
 import { IDiffFile } from './types';
+import { note } from './dom';
 
 /** Lines of context around each change. */
 const CONTEXT = 3;
@@ -166,13 +167,6 @@ function fileTable(patch: StructuredPatch): HTMLTableElement {
     }
   });
   return table;
-}
-
-function note(text: string): HTMLElement {
-  const p = document.createElement('p');
-  p.className = 'jp-MCP-note';
-  p.textContent = text;
-  return p;
 }
 
 /** The name a patch gives its file: the new one (or the old, for a deletion), no a/ b/. */

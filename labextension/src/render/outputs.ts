@@ -19,6 +19,7 @@ import {
   IOutput,
   ISanitizer
 } from './types';
+import { element, note } from './dom';
 
 /** The rich types drawn, in order of preference after the charts. */
 const RICH_ORDER = [
@@ -38,19 +39,6 @@ export interface IOutputContext {
   sanitizer: ISanitizer;
   /** The result's image content blocks, in order (an output names its picture's position). */
   images: IContentBlock[];
-}
-
-function element(tag: string, className: string, text?: string): HTMLElement {
-  const node = document.createElement(tag);
-  node.className = className;
-  if (text !== undefined) {
-    node.textContent = text;
-  }
-  return node;
-}
-
-function note(text: string): HTMLElement {
-  return element('p', 'jp-MCP-note', text);
 }
 
 function asText(value: unknown): string {

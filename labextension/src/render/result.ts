@@ -17,15 +17,7 @@ import {
   viewDataOf,
   ViewData
 } from './types';
-
-function element(tag: string, className: string, text?: string): HTMLElement {
-  const node = document.createElement(tag);
-  node.className = className;
-  if (text !== undefined) {
-    node.textContent = text;
-  }
-  return node;
-}
+import { element } from './dom';
 
 /** The view its data names. */
 export function renderView(

@@ -4,15 +4,7 @@
  */
 import { looksLikeDiff, renderDiff } from './diff';
 import { cellText, columnsOf, dataTable, IColumn } from './table';
-
-function element(tag: string, className: string, text?: string): HTMLElement {
-  const node = document.createElement(tag);
-  node.className = className;
-  if (text !== undefined) {
-    node.textContent = text;
-  }
-  return node;
-}
+import { element } from './dom';
 
 function isRecord(value: unknown): value is { [key: string]: unknown } {
   return typeof value === 'object' && value !== null && !Array.isArray(value);

@@ -4,15 +4,7 @@
  */
 import { dataTable, IColumn } from './table';
 import { IVariable, IVariablesData } from './types';
-
-function element(tag: string, className: string, text?: string): HTMLElement {
-  const node = document.createElement(tag);
-  node.className = className;
-  if (text !== undefined) {
-    node.textContent = text;
-  }
-  return node;
-}
+import { element } from './dom';
 
 /** A variable's size: its length, or its shape as rows × columns. */
 function sizeOf(variable: IVariable): string {
