@@ -121,11 +121,17 @@ _FALSE = {"false", "no", "off", "0"}
 
 def convert(name: str, text: str, kind: str, schema: dict[str, Any] | None) -> Any:
     """A value of the line as the argument ``name`` of this ``schema`` wants it."""
+    types = _types(schema or {})
     if kind == "quoted":
         try:
-            return json.loads(text) if text[0] == '"' else ast.literal_eval(text)
+            inner = json.loads(text) if text[0] == '"' else ast.literal_eval(text)
         except (ValueError, SyntaxError):
-            return text[1:-1]
+            inner = text[1:-1]
+        if not isinstance(inner, str) or not types or "string" in types:
+            return inner
+        # Quoted to keep its spaces, for an argument that is not text: '["a b", "c"]'.
+        stripped = inner.strip()
+        return convert(name, stripped, "json" if stripped[:1] in "[{" else "bare", schema)
     if kind == "json":
         try:
             return json.loads(text)
@@ -135,7 +141,6 @@ def convert(name: str, text: str, kind: str, schema: dict[str, Any] | None) -> A
             return ast.literal_eval(text)
         except (ValueError, SyntaxError):
             raise UsageError(f"{name}={text} is neither JSON nor a Python literal") from None
-    types = _types(schema or {})
     if not types:
         try:
             return json.loads(text)

@@ -318,6 +318,32 @@ def test_config_inside_alices_server_explains_the_hub_token(hub: Hub) -> None:
     assert f"stdio --url {hub.url}user/alice/" in out
 
 
+def test_a_notebook_in_alices_server_finds_it_with_load_ext(hub: Hub) -> None:
+    """%load_ext jupyter_mcp in a kernel of a single-user server: the server's runtime file
+    has no token there (the hub authenticates), and the server's own hub token is used."""
+    import nbformat
+
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [
+        nbformat.v4.new_code_cell("%load_ext jupyter_mcp"),
+        nbformat.v4.new_code_cell(
+            "names = [f['name'] for f in ide.list_files_in_folder(pathInProject='/')]\n"
+            "print('loaded.ipynb' in names)"
+        ),
+    ]
+    (hub.home("alice") / "loaded.ipynb").write_text(nbformat.writes(nb))
+    try:
+        run = seed(hub, "execute_notebook_cells", pathInProject="loaded.ipynb", timeoutMs=180000)
+    finally:
+        seed(hub, "kernel_action", action="shutdown", pathInProject="loaded.ipynb")
+        (hub.home("alice") / "loaded.ipynb").unlink()
+    texts = ["".join(o["text"] for o in cell["outputs"]) for cell in run["cells"]]
+    assert run["status"] == "ok", run
+    assert "(the server that started this kernel)" in texts[0]
+    assert "connected to http://127.0.0.1:" in texts[0] and "/user/alice/" in texts[0]
+    assert texts[1].strip() == "True"
+
+
 # --- the JupyterLab window link -------------------------------------------------------------
 
 
