@@ -55,11 +55,16 @@ class Server:
 
 @contextlib.contextmanager
 def jupyter_server(
-    root: Path, *extra: str, env: dict[str, str] | None = None, cwd: Path | None = None
+    root: Path,
+    *extra: str,
+    env: dict[str, str] | None = None,
+    cwd: Path | None = None,
+    extensions: dict[str, bool] | None = None,
 ) -> Iterator[Server]:
     """Start ``jupyter server`` on ``root`` and stop it afterwards; ``env`` is added to this
     process's environment and ``cwd`` is its working folder (a ``PYTHONPATH`` that serves
-    another jupyter_mcp needs one outside this checkout, which ``python -m`` puts first)."""
+    another jupyter_mcp needs one outside this checkout, which ``python -m`` puts first);
+    ``extensions`` turns server extensions on or off besides jupyter_mcp."""
     port, token = free_port(), secrets.token_hex(16)
     env = {**os.environ, **(env or {}), "JUPYTER_TOKEN": token}
     cmd = [
@@ -71,7 +76,7 @@ def jupyter_server(
         f"--port={port}",
         "--ServerApp.ip=127.0.0.1",
         f"--ServerApp.root_dir={root}",
-        "--ServerApp.jpserver_extensions={'jupyter_mcp': True}",
+        f"--ServerApp.jpserver_extensions={ {'jupyter_mcp': True, **(extensions or {})}!r}",
         "--log-level=WARN",
         *extra,
     ]

@@ -158,6 +158,18 @@ class JupyterMCP(ExtensionApp):
         ),
     )
 
+    session_idle_timeout = Float(
+        _DEFAULTS.session_idle_timeout,
+        min=1.0,
+        config=True,
+        help=(
+            "Seconds a standard MCP session (protocol revisions before 2026-07-28) may go without "
+            "a request before the server ends it; a client that went away without ending its "
+            "session (it crashed, its machine slept) holds nothing for longer. A request on an "
+            "ended session is answered 404, which tells the client to open a new one."
+        ),
+    )
+
     breakpoints_file = Unicode(
         "",
         config=True,
