@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
 import pytest
@@ -51,6 +51,18 @@ def jp_server_config() -> dict[str, Any]:
 def mcp_app(jp_serverapp: Any) -> Any:
     """The running ``JupyterMCP`` extension app."""
     return jp_serverapp.extension_manager.extension_apps["jupyter_mcp"].copy().pop()
+
+
+@pytest.fixture
+def no_kernels_left(jp_serverapp: Any, jp_asyncio_loop: Any) -> Iterator[None]:
+    """After the test, end every kernel session it left (and their kernels)."""
+    yield
+
+    async def end_sessions() -> None:
+        for session in await jp_serverapp.session_manager.list_sessions():
+            await jp_serverapp.session_manager.delete_session(session["id"])
+
+    jp_asyncio_loop.run_until_complete(end_sessions())
 
 
 Caller = Callable[..., Awaitable[dict[str, Any]]]

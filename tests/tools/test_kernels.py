@@ -131,7 +131,8 @@ async def test_progress_then_cancelling_interrupts_the_kernel_and_keeps_what_ran
         assert quick["status"] == "ok" and int(quick["outputs"][0]["text"]) < 300
     assert all(total == 2 for _, total, _ in updates)
     assert [p for p, _, _ in updates] == sorted(p for p, _, _ in updates)
-    assert any(m and m.startswith("cell 1 of 2, ") and " s: tick " in m for _, _, m in updates)
+    # Each message names the running cell (its place in the run and its id) and its last line.
+    assert any(m and m.startswith("cell 1 of 2 (") and " s: tick " in m for _, _, m in updates)
 
 
 async def test_pictures_of_a_run_come_as_image_content(connect: Any, jp_root_dir: Path) -> None:
