@@ -250,7 +250,7 @@ class TaskStore:
             task.message = _ending(task, now)
         task._done.set()
         self.tell(task, "ended")
-        self._sweep_at(task.ttl + 0.5)
+        self._sweep_at(task.ttl + 0.1)
 
     def _sweep_at(self, delay: float) -> None:
         """Sweep ``delay`` seconds from now (when a task's ttl is over)."""

@@ -1,4 +1,4 @@
-"""What the task tests share: the test server's ``/mcp`` URL and token, and no kernel left."""
+"""What the task tests share: the test server's ``/mcp`` URL and token."""
 
 from __future__ import annotations
 
@@ -16,8 +16,3 @@ def mcp_url(http_server: Any, http_server_port: tuple[Any, int], jp_base_url: st
 @pytest.fixture
 def token(jp_serverapp: Any) -> str:
     return jp_serverapp.identity_provider.token
-
-
-@pytest.fixture(autouse=True)
-def _no_kernels_left(no_kernels_left: None) -> None:
-    """Every test here ends the kernel sessions it left (tests/conftest.py)."""

@@ -31,6 +31,9 @@ from task_clients import (
 
 from jupyter_mcp.tasks import protocol
 
+# Every test ends the kernel sessions it left.
+pytestmark = pytest.mark.usefixtures("no_kernels_left")
+
 #: A 1x1 PNG, base64 as notebooks keep it.
 PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR4nGNg+A8AAQEAAAUN+lwAAAAASUVORK5CYII="
 TASK_ID = re.compile(r"[0-9a-f]{32}")
