@@ -54,6 +54,18 @@ def mcp_app(jp_serverapp: Any) -> Any:
 
 
 @pytest.fixture
+def mcp_url(http_server: Any, http_server_port: tuple[Any, int], jp_base_url: str) -> str:
+    """The standard MCP endpoint (``{base_url}mcp``) of the running test server."""
+    return f"http://127.0.0.1:{http_server_port[1]}{jp_base_url}mcp"
+
+
+@pytest.fixture
+def token(jp_serverapp: Any) -> str:
+    """The test server's token."""
+    return str(jp_serverapp.identity_provider.token)
+
+
+@pytest.fixture
 def no_kernels_left(jp_serverapp: Any, jp_asyncio_loop: Any) -> Iterator[None]:
     """After the test, end every kernel session it left (and their kernels)."""
     yield

@@ -175,11 +175,10 @@ async def legacy_session(
 # --- 2026-07-28: the tasks extension through the SDK's client ---------------------------------
 
 
-class CreateTaskResult(types.Result):
-    """The extension's flat ``CreateTaskResult`` (``resultType: "task"``)."""
+class TaskState(types.Result):
+    """The extension's ``Task``: what every task answer carries."""
 
     model_config = ConfigDict(extra="allow")
-    result_type: Literal["task"] = "task"
     task_id: str
     status: str
     status_message: str | None = None
@@ -187,6 +186,12 @@ class CreateTaskResult(types.Result):
     last_updated_at: str
     ttl_ms: int | None
     poll_interval_ms: int | None = None
+
+
+class CreateTaskResult(TaskState):
+    """The extension's flat ``CreateTaskResult`` (``resultType: "task"``)."""
+
+    result_type: Literal["task"] = "task"
 
 
 class TaskIdParams(types.RequestParams):
@@ -206,17 +211,9 @@ class CancelTask(types.Request[TaskIdParams, Literal["tasks/cancel"]]):
     name_param = "taskId"
 
 
-class DetailedTask(types.Result):
+class DetailedTask(TaskState):
     """``tasks/get``'s answer: the task, with its result or error once it ended."""
 
-    model_config = ConfigDict(extra="allow")
-    task_id: str
-    status: str
-    status_message: str | None = None
-    created_at: str
-    last_updated_at: str
-    ttl_ms: int | None
-    poll_interval_ms: int | None = None
     result: dict[str, Any] | None = None
     error: dict[str, Any] | None = None
 

@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import httpx2
-import nbformat
 import pytest
+from code_notebook import write_code_notebook
 from mcp import MCPError
 from process_table import processes_with
 from task_clients import (
@@ -40,17 +40,8 @@ TASK_ID = re.compile(r"[0-9a-f]{32}")
 
 
 def write_notebook(root: Path, name: str, *sources: str) -> Path:
-    """A notebook of code cells with ids c0, c1, … and the python3 kernel."""
-    nb = nbformat.v4.new_notebook()
-    nb.metadata["kernelspec"] = {
-        "name": "python3",
-        "display_name": "Python 3",
-        "language": "python",
-    }
-    nb.cells = [nbformat.v4.new_code_cell(s, id=f"c{i}") for i, s in enumerate(sources)]
-    path = root / name
-    path.write_text(nbformat.writes(nb))
-    return path
+    """A notebook of code cells with the ids c0, c1, …"""
+    return write_code_notebook(root, name, *sources, ids=True)
 
 
 async def until(check: Any, timeout: float = 120, what: str = "the condition") -> Any:
@@ -410,7 +401,7 @@ async def test_modern_discover_declares_the_extension_and_quick_work_answers_inl
     ext = TasksExtension()
     async with modern_client(mcp_url, token, tasks=ext) as client:
         capabilities = client.server_capabilities
-        quick = await client.call_tool("wait", {"milliseconds": 100})
+        quick = await client.call_tool("wait", {"milliseconds": 10})
         inline = list(ext.created)
         slow = await client.call_tool("wait", {"milliseconds": 2500})
         not_long = await client.call_tool("get_file_text_by_path", {"pathInProject": "none.txt"})
@@ -418,7 +409,7 @@ async def test_modern_discover_declares_the_extension_and_quick_work_answers_inl
     assert capabilities.extensions == {EXTENSION: {}}
     assert capabilities.tasks is None  # the 2025-11-25 slot stays out of this era
     assert inline == []  # work that ends within about a second answers inline
-    assert quick.is_error is False and "100 milliseconds" in quick.content[0].text
+    assert quick.is_error is False and "10 milliseconds" in quick.content[0].text
     [created] = ext.created  # longer work answers a task, which the client polled
     assert TASK_ID.fullmatch(created.task_id) and created.status == "working"
     assert created.ttl_ms is not None and created.ttl_ms >= 3_600_000
