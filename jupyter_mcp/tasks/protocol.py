@@ -17,7 +17,7 @@ the extension in the request's ``clientCapabilities`` answers inline when its wo
 inlines the ``result`` (or, for a protocol error, the ``error``); ``tasks/cancel`` and
 ``tasks/update`` acknowledge with an empty result; ``tasks/result`` and ``tasks/list`` are not
 methods of this era. ``failed`` is kept for protocol errors: a tool error is ``completed`` with
-its ``isError`` result. Over Streamable HTTP the ``Mcp-Name`` header must carry the ``taskId``.
+its ``isError`` result. Over Streamable HTTP an ``Mcp-Name`` header must carry the ``taskId``.
 
 Both eras: a task belongs to the principal of the request that started it (a token, a user),
 is found by its id from any session (or none) of that principal and is invisible to every
@@ -330,13 +330,14 @@ class TaskProtocol:
                     _MISSING_EXTENSION,
                 )
             headers = getattr(getattr(rctx, "request", None), "headers", None)
-            if headers is not None and isinstance(task_id, str):
-                named = headers.get("mcp-name")
-                if named is None or decode_header_value(named) != task_id:
-                    raise MCPError(
-                        types.HEADER_MISMATCH,
-                        f"The Mcp-Name header of {method} must be the request's taskId",
-                    )
+            named = headers.get("mcp-name") if headers is not None else None
+            # A header that names another task is refused; none at all is let through, since
+            # real clients (FastMCP's tasks client, behind Pydantic AI) send none.
+            if named is not None and decode_header_value(named) != task_id:
+                raise MCPError(
+                    types.HEADER_MISMATCH,
+                    f"The Mcp-Name header of {method} must be the request's taskId",
+                )
         if not isinstance(task_id, str) or not task_id:
             raise MCPError(types.INVALID_PARAMS, f"{method} needs a taskId (a string)")
         task = self.store.get(task_id, self._origin(rctx).principal)
