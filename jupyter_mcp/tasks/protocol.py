@@ -388,6 +388,8 @@ class TaskProtocol:
             raise MCPError(task.error["code"], task.error["message"], task.error.get("data"))
         assert task.result is not None
         answer = {k: v for k, v in task.result.items() if k != "resultType"}
+        if not isinstance(answer.get("structuredContent"), dict | None):
+            del answer["structuredContent"]  # an array, of a 2026-07-28 call: not in this era
         answer["_meta"] = {**(answer.get("_meta") or {}), **related}
         return answer
 
