@@ -1,6 +1,6 @@
-"""Helpers of the notebook and kernel tool tests: a picture, a Python notebook to run, a tool's
-answer over MCP, and waiting for a notebook file to reach a state (a shared document saves it
-shortly after each change; a file-backed one has it at once)."""
+"""Helpers of the notebook and kernel tool tests: a picture, a tool's answer over MCP, and
+waiting for a notebook file to reach a state (a shared document saves it shortly after each
+change; a file-backed one has it at once)."""
 
 from __future__ import annotations
 
@@ -35,20 +35,6 @@ async def on_disk(path: Path, check: Any, timeout: float = 20.0) -> Any:
         if asyncio.get_running_loop().time() > deadline:
             raise AssertionError(f"{path.name} never reached the state wanted")
         await asyncio.sleep(0.05)
-
-
-def python_notebook(root: Path, name: str, *sources: str) -> Path:
-    """A Python 3 notebook ``root/name`` whose code cells hold ``sources`` (ids c0, c1, …)."""
-    nb = nbformat.v4.new_notebook()
-    nb.metadata["kernelspec"] = {
-        "name": "python3",
-        "display_name": "Python 3",
-        "language": "python",
-    }
-    nb.cells = [nbformat.v4.new_code_cell(source, id=f"c{i}") for i, source in enumerate(sources)]
-    path = root / name
-    path.write_text(nbformat.writes(nb))
-    return path
 
 
 async def answer_of(client: Client, tool: str, **arguments: Any) -> Any:

@@ -20,12 +20,13 @@ from typing import Any
 
 import nbformat
 import pytest
+from code_notebook import write_code_notebook
 from gateway_server import KernelGateway, gateway_config, kernel_gateway
 from jupyter_server.gateway.gateway_client import GatewayClient
 from jupyter_server.gateway.managers import GatewayMappingKernelManager
 from local_servers import free_port
 from mcp import Client
-from notebook_files import answer_of, on_disk, python_notebook
+from notebook_files import answer_of, on_disk
 from process_table import descendants
 
 from jupyter_mcp.documents.notebook_view import cell_marker_lines, notebook_view
@@ -139,7 +140,9 @@ def jp_server_config(
 async def test_cells_run_in_a_kernel_the_gateway_launched_and_every_question_reaches_it(
     connect: Any, jp_root_dir: Path, jp_serverapp: Any, gateway: KernelGateway, collaboration: bool
 ) -> None:
-    path = python_notebook(jp_root_dir, "remote.ipynb", WHO, "x = 21 * 2\nx", "import collections")
+    path = write_code_notebook(
+        jp_root_dir, "remote.ipynb", WHO, "x = 21 * 2\nx", "import collections", ids=True
+    )
     async with connect() as client:
         # When the agent runs the notebook
         ran = await answer_of(client, "execute_notebook_cells", pathInProject="remote.ipynb")
@@ -194,7 +197,7 @@ async def test_cells_run_in_a_kernel_the_gateway_launched_and_every_question_rea
 async def test_a_background_run_is_followed_and_its_timeout_interrupts_the_gateways_kernel(
     connect: Any, jp_root_dir: Path
 ) -> None:
-    path = python_notebook(jp_root_dir, "long.ipynb", TICKS, "print('after')")
+    path = write_code_notebook(jp_root_dir, "long.ipynb", TICKS, "print('after')", ids=True)
     async with connect() as client:
         # Given a long run started in the background, with a deadline
         started = await answer_of(
@@ -231,7 +234,7 @@ async def test_a_background_run_is_followed_and_its_timeout_interrupts_the_gatew
 async def test_kernel_actions_restart_change_and_shut_down_the_gateways_kernel(
     connect: Any, jp_root_dir: Path, gateway: KernelGateway
 ) -> None:
-    python_notebook(jp_root_dir, "k.ipynb", WHO, "y = 1")
+    write_code_notebook(jp_root_dir, "k.ipynb", WHO, "y = 1", ids=True)
     async with connect() as client:
         started = await answer_of(client, "kernel_action", action="start", pathInProject="k.ipynb")
         kernel_id = started["kernelId"]
@@ -277,7 +280,7 @@ async def test_the_debugger_of_a_gateway_kernel_stops_at_a_breakpoint(
     connect: Any, jp_root_dir: Path, gateway: KernelGateway
 ) -> None:
     define = "def average(values):\n    total = sum(values)\n    return total / len(values)"
-    path = python_notebook(jp_root_dir, "debug.ipynb", define, "average([2, 4, 6])")
+    path = write_code_notebook(jp_root_dir, "debug.ipynb", define, "average([2, 4, 6])", ids=True)
     nb = nbformat.read(path, as_version=4)
     line = (cell_marker_lines(nb, notebook_view(nb)) or [])[0] + 3  # "return total / …"
     async with connect() as client:
@@ -317,7 +320,7 @@ async def test_a_gateway_kernel_that_dies_mid_run_ends_the_run_and_the_next_run_
     connect: Any, jp_root_dir: Path, gateway: KernelGateway
 ) -> None:
     dies = "import os\nprint('going', flush=True)\nos._exit(1)"
-    python_notebook(jp_root_dir, "dies.ipynb", "x = 1", dies, "print('never')")
+    write_code_notebook(jp_root_dir, "dies.ipynb", "x = 1", dies, "print('never')", ids=True)
     async with connect() as client:
         # When the kernel dies in the middle of the run (the gateway restarts it)
         died = await answer_of(client, "execute_notebook_cells", pathInProject="dies.ipynb")
@@ -340,7 +343,7 @@ async def test_a_gateway_kernel_that_dies_mid_run_ends_the_run_and_the_next_run_
 async def test_a_run_configuration_runs_in_a_kernel_of_the_gateway(
     ok: Any, jp_root_dir: Path, gateway: KernelGateway
 ) -> None:
-    python_notebook(jp_root_dir, "job.ipynb", WHO, "print('job done')")
+    write_code_notebook(jp_root_dir, "job.ipynb", WHO, "print('job done')", ids=True)
     await ok("run_configuration", configName="Run notebook job.ipynb")
     report = await ok("get_run_output", configName="Run notebook job.ipynb", waitMs=120_000)
     assert report["status"] == "succeeded", report
@@ -366,7 +369,7 @@ async def test_code_analysis_warms_up_with_the_servers_interpreter(
 async def test_a_gateway_without_a_token_serves_the_kernel_tools_too(
     connect: Any, jp_root_dir: Path, open_gateway: KernelGateway
 ) -> None:
-    python_notebook(jp_root_dir, "open.ipynb", WHO, "6 * 7")
+    write_code_notebook(jp_root_dir, "open.ipynb", WHO, "6 * 7", ids=True)
     async with connect() as client:
         ran = await answer_of(client, "execute_notebook_cells", pathInProject="open.ipynb")
         assert ran["status"] == "ok" and ran["cells"][1]["outputs"][0]["text"] == "42"
@@ -379,7 +382,7 @@ async def test_a_gateway_without_a_token_serves_the_kernel_tools_too(
 async def test_a_gateway_that_cannot_be_used_is_a_clear_error_and_nothing_changes(
     connect: Any, jp_root_dir: Path, gateway_kind: str, served_by: tuple[str, str | None]
 ) -> None:
-    path = python_notebook(jp_root_dir, "n.ipynb", "x = 1")
+    path = write_code_notebook(jp_root_dir, "n.ipynb", "x = 1", ids=True)
     before = path.read_bytes()
     async with connect() as client:
         ran = await _error(client, "execute_notebook_cells", pathInProject="n.ipynb")
@@ -401,7 +404,7 @@ async def test_a_gateway_that_cannot_be_used_is_a_clear_error_and_nothing_change
 async def test_a_gateway_that_goes_away_mid_run_ends_the_run_with_a_clear_error(
     connect: Any, jp_root_dir: Path, jp_serverapp: Any, own_gateway: KernelGateway
 ) -> None:
-    path = python_notebook(jp_root_dir, "away.ipynb", TICKS)
+    path = write_code_notebook(jp_root_dir, "away.ipynb", TICKS, ids=True)
     async with connect() as client:
         execution = await _ticking(client, "away.ipynb")
         # When the gateway's process is killed, kernels and all
@@ -429,7 +432,7 @@ async def test_a_gateway_that_goes_away_mid_run_ends_the_run_with_a_clear_error(
 async def test_a_restart_in_the_middle_of_a_run_ends_the_run_at_once(
     connect: Any, jp_root_dir: Path
 ) -> None:
-    python_notebook(jp_root_dir, "restart.ipynb", TICKS)
+    write_code_notebook(jp_root_dir, "restart.ipynb", TICKS, ids=True)
     async with connect() as client:
         execution = await _ticking(client, "restart.ipynb")
         # When the kernel is restarted while the cell runs (a restart the gateway does not
