@@ -211,6 +211,28 @@ async def test_legacy_task_answers_exactly_what_the_plain_call_answers(mcp_url, 
     assert "disabled" in results[1]["content"][0]["text"]
 
 
+async def test_a_wait_for_a_result_whose_client_leaves_stops_and_the_task_goes_on(
+    mcp_url, token, mcp_app
+):
+    surface = mcp_app.tool_context.services.mcp_surface
+    async with legacy_session(mcp_url, token, listen=False) as session:
+        created = await session.call_as_task("wait", {"milliseconds": 4000})
+        task_id = created["task"]["taskId"]
+        waiting = asyncio.get_running_loop().create_task(
+            session.request("tasks/result", {"taskId": task_id})
+        )
+        await until(lambda: len(surface._calls) == 1, what="the wait for the result")
+        waiting.cancel()  # the client gives up: its connection closes
+        with pytest.raises(asyncio.CancelledError):
+            await waiting
+        await until(lambda: not surface._calls, what="the abandoned wait stopped")
+        still = await session.result("tasks/get", {"taskId": task_id})
+        result = await session.result("tasks/result", {"taskId": task_id})
+
+    assert still["status"] == "working"
+    assert "4000 milliseconds" in result["content"][0]["text"]
+
+
 async def test_legacy_cancel_interrupts_the_kernel_once(mcp_url, token, jp_root_dir):
     write_notebook(
         jp_root_dir, "stuck.ipynb", "import time\nprint('asleep', flush=True)\ntime.sleep(600)"
@@ -503,8 +525,10 @@ async def test_modern_methods_of_the_other_era_and_the_routing_header(mcp_url, t
     update = await post("tasks/update", {"taskId": task_id, "inputResponses": {}}, task_id)
 
     assert result.json()["error"]["code"] == listed.json()["error"]["code"] == -32601
-    assert wrong_name.status_code == no_name.status_code == 400
+    assert wrong_name.status_code == 400
     assert wrong_name.json()["error"]["code"] == -32020
+    # No header at all passes: FastMCP's tasks client sends none.
+    assert no_name.status_code == 200 and no_name.json()["result"]["taskId"] == task_id
     assert right.status_code == 200 and right.json()["result"]["taskId"] == task_id
     assert right.json()["result"]["resultType"] == "complete"
     assert update.json()["result"]["resultType"] == "complete"
