@@ -736,11 +736,14 @@ class RunManager:
             elif kind == "error":
                 run.output.append(plain_text("\n".join(content.get("traceback", []))) + "\n")
 
-        kernel = manager.get_kernel(run.kernel_id)
-        pid = managers.process_id(kernel)
+        assert run.kernel_id is not None
+        kernel = managers.kernel(self.serverapp, run.kernel_id)
+        connected_to = managers.incarnation(kernel)
 
         async def is_alive() -> bool:
-            return run.kernel_id in manager and await managers.client_alive(client, kernel, pid)
+            return run.kernel_id in manager and await managers.client_alive(
+                client, kernel, connected_to
+            )
 
         return await execute(
             client, code, on_message=on_message, is_alive=is_alive, user_expressions=expressions

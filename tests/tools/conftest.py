@@ -69,7 +69,11 @@ def connect(
 
     @asynccontextmanager
     async def _connect() -> AsyncIterator[Client]:
-        async with httpx2.AsyncClient(headers={"Authorization": f"token {token}"}) as http:
+        # As MCP clients do, a tool call may take minutes before it answers (httpx's own
+        # default gives up on a silent answer after 5 s).
+        timeout = httpx2.Timeout(30.0, read=300.0)
+        headers = {"Authorization": f"token {token}"}
+        async with httpx2.AsyncClient(headers=headers, timeout=timeout) as http:
             async with Client(
                 streamable_http_client(url, http_client=http), mode="legacy"
             ) as client:
@@ -83,14 +87,8 @@ COLLABORATION_SAVES = ("DocumentRoom._maybe_save_document", "FileLoader._save_co
 
 
 @pytest.fixture(autouse=True)
-def _no_kernels_left(jp_serverapp: Any, jp_asyncio_loop: Any) -> Iterator[None]:
-    yield
-
-    async def end_sessions() -> None:
-        for session in await jp_serverapp.session_manager.list_sessions():
-            await jp_serverapp.session_manager.delete_session(session["id"])
-
-    jp_asyncio_loop.run_until_complete(end_sessions())
+def _no_kernels_left(no_kernels_left: None) -> None:
+    """Every test here ends the kernel sessions it left (tests/conftest.py)."""
 
 
 @pytest.fixture(autouse=True)
