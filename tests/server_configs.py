@@ -8,10 +8,7 @@ under the one import name ``conftest``.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
-
-import pytest
 
 COLLABORATION_EXTENSIONS = ("jupyter_server_ydoc", "jupyter_collaboration", "jupyter_server_fileid")
 
@@ -42,16 +39,3 @@ def server_config(*, collaboration: bool = False, store: Any = None) -> dict[str
         config["SQLiteYStore"] = {"db_path": str(store / "ystore.db")}
         config["BaseFileIdManager"] = {"db_path": str(store / "file_id_manager.db")}
     return config
-
-
-@pytest.fixture(autouse=True)
-def no_kernels_left(jp_serverapp: Any, jp_asyncio_loop: Any) -> Iterator[None]:
-    """End every session (and kernel) a test left on its in-process server; a conftest that
-    imports this fixture applies it to every test of its folder."""
-    yield
-
-    async def end_sessions() -> None:
-        for session in await jp_serverapp.session_manager.list_sessions():
-            await jp_serverapp.session_manager.delete_session(session["id"])
-
-    jp_asyncio_loop.run_until_complete(end_sessions())

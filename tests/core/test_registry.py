@@ -10,14 +10,8 @@ import pytest
 
 from jupyter_mcp.core.context import Settings, ToolContext
 from jupyter_mcp.core.errors import ToolError
-from jupyter_mcp.core.registry import (
-    TOOLSETS,
-    Registry,
-    ToolSet,
-    current_call_id,
-    parse_toolsets,
-    request_toolsets,
-)
+from jupyter_mcp.core.registry import Registry, ToolSet, current_call_id
+from jupyter_mcp.core.toolsets import TOOLSETS, parse_toolsets, request_toolsets
 from jupyter_mcp.services import build_services
 
 

@@ -18,11 +18,7 @@ import httpx2
 import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
-from server_configs import (
-    collaboration_installed,
-    no_kernels_left,  # noqa: F401  (autouse: importing applies it)
-    server_config,
-)
+from server_configs import collaboration_installed, server_config
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -73,7 +69,11 @@ def connect(
 
     @asynccontextmanager
     async def _connect() -> AsyncIterator[Client]:
-        async with httpx2.AsyncClient(headers={"Authorization": f"token {token}"}) as http:
+        # As MCP clients do, a tool call may take minutes before it answers (httpx's own
+        # default gives up on a silent answer after 5 s).
+        timeout = httpx2.Timeout(30.0, read=300.0)
+        headers = {"Authorization": f"token {token}"}
+        async with httpx2.AsyncClient(headers=headers, timeout=timeout) as http:
             async with Client(
                 streamable_http_client(url, http_client=http), mode="legacy"
             ) as client:
@@ -84,6 +84,11 @@ def connect(
 
 #: The coroutines of jupyter-collaboration that write a shared document to its file.
 COLLABORATION_SAVES = ("DocumentRoom._maybe_save_document", "FileLoader._save_content")
+
+
+@pytest.fixture(autouse=True)
+def _no_kernels_left(no_kernels_left: None) -> None:
+    """Every test here ends the kernel sessions it left (tests/conftest.py)."""
 
 
 @pytest.fixture(autouse=True)

@@ -11,7 +11,6 @@ import pytest
 from mcp import Client
 from mcp.client import advertise
 from mcp.client.streamable_http import streamable_http_client
-from server_configs import no_kernels_left  # noqa: F401  (autouse: importing applies it)
 
 from jupyter_mcp.views.catalog import APP_MIME_TYPE, EXTENSION_ID, pages_built
 
@@ -46,3 +45,8 @@ def connect(
                 yield client
 
     return _connect
+
+
+@pytest.fixture(autouse=True)
+def _no_kernels_left(no_kernels_left: None) -> None:
+    """Every test here ends the kernel sessions it left (tests/conftest.py)."""

@@ -258,3 +258,25 @@ async def test_git_diffs_and_refactorings_carry_their_views_data(connect, jp_roo
             "after": "def area(w, height):\n    return w * height * 1\n",
         }
     ]
+
+
+async def test_a_run_as_a_task_answers_with_its_views_data_as_the_call_would(
+    http_server, http_server_port, jp_base_url, jp_serverapp, jp_root_dir
+):
+    from task_clients import legacy_session
+
+    url = f"http://127.0.0.1:{http_server_port[1]}{jp_base_url}mcp"
+    write_outputs_notebook(jp_root_dir / "outputs.ipynb")
+    capabilities = {"experimental": {EXTENSION_ID: {"mimeTypes": [APP_MIME_TYPE]}}}
+    token = jp_serverapp.identity_provider.token
+    async with legacy_session(url, token, capabilities=capabilities) as session:
+        tools = await session.result("tools/list")
+        created = await session.call_as_task(
+            "execute_notebook_cells", {"pathInProject": "outputs.ipynb"}, ttl=600_000
+        )
+        result = await session.result("tasks/result", {"taskId": created["task"]["taskId"]})
+    linked = {t["name"] for t in tools["tools"] if (t.get("_meta") or {}).get("ui")}
+    assert linked == set(LINKED)  # declared under experimental, as this era allows
+    data = result["_meta"][VIEW_DATA_KEY]
+    assert data["view"] == "cell-outputs" and len(data["cells"]) == 8
+    assert "<table" in data["cells"][0]["outputs"][0]["data"]["text/html"]

@@ -7,10 +7,10 @@ from __future__ import annotations
 import pytest
 from IPython.core.error import UsageError
 
-from jupyter_mcp.ipython.api import docstring_of, signature_of
-from jupyter_mcp.ipython.client import Answer, ToolInfo, value_of
-from jupyter_mcp.ipython.magics import arguments_of, split_line
-from jupyter_mcp.ipython.results import bundle, html_of, shown, text_of
+from jupyter_mcp.ide.api import docstring_of, signature_of
+from jupyter_mcp.ide.client import Answer, ToolInfo, value_of
+from jupyter_mcp.ide.magics import arguments_of, split_line
+from jupyter_mcp.ide.results import bundle, html_of, shown, text_of
 
 TOOL = ToolInfo(
     name="edit_notebook_cell",

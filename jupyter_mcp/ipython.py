@@ -1,8 +1,8 @@
 """The IDE in the notebook: ``%load_ext jupyter_mcp``, the ``%mcp`` magics and ``ide``.
 
 In a kernel that a Jupyter server with jupyter_mcp started, ``%load_ext jupyter_mcp`` finds
-that server by itself (no token typed or shown; see :mod:`.server`) and gives the notebook
-its tools::
+that server by itself (no token typed or shown; see :mod:`jupyter_mcp.ide.server`) and gives
+the notebook its tools::
 
     %mcp tools                                    # the tools, by tool set
     %mcp search_in_files_content searchText=TODO  # a call, its answer shown and returned
@@ -12,34 +12,19 @@ its tools::
 Answers are Python data (``list``, ``dict``, ``str``) that show themselves as the MCP Apps
 views show them; a failing tool raises :class:`ToolError` with its message. Importing this
 module is cheap: the MCP client and the server's code are not imported until a call needs them.
+The code lives in :mod:`jupyter_mcp.ide`; this module is what notebooks import.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from .api import IDE
-from .client import ToolError
-from .server import NoServerError
+from .ide.api import IDE, the_ide
+from .ide.client import ToolError
+from .ide.server import NoServerError
 
-__all__ = ["IDE", "NoServerError", "ToolError", "ide", "load_ipython_extension"]
-
-_ide: IDE | None = None
-
-
-def the_ide(*, connect: bool = True) -> IDE:
-    """The one :class:`IDE` of this kernel; connected to its server when ``connect`` and it
-    was never connected (a server that cannot be found is said, and ``ide.connect(url)``
-    can follow)."""
-    global _ide
-    if _ide is None:
-        _ide = IDE()
-    if connect and _ide.address is None:
-        try:
-            _ide.connect()
-        except NoServerError as e:
-            print(f"jupyter-mcp: {e}")
-    return _ide
+# ``ide`` too, made on first use (see __getattr__).
+__all__ = ["IDE", "NoServerError", "ToolError", "load_ipython_extension"]
 
 
 def __getattr__(name: str) -> Any:
@@ -61,7 +46,7 @@ def _show_tool_error(
 def load_ipython_extension(ipython: Any) -> None:
     """``%load_ext jupyter_mcp``: the magics, ``ide`` in the namespace, terse tool errors, and
     the connection to the server (or what to do when there is none)."""
-    from .magics import MCPMagics
+    from .ide.magics import MCPMagics
 
     ide = the_ide(connect=False)
     ipython.register_magics(MCPMagics(ipython, ide))

@@ -19,7 +19,7 @@ from typing import Any, Literal, Union
 from ..core.toolsets import TOOLSETS
 from .client import Answer, Connection, ToolError, ToolInfo
 from .results import ResultList, shown
-from .server import ServerAddress, address_for, find_address
+from .server import NoServerError, ServerAddress, address_for, find_address
 
 _TYPES: dict[str, Any] = {
     "string": str,
@@ -294,3 +294,20 @@ def _method(info: ToolInfo) -> Any:
     method.__doc__ = docstring_of(info)
     method.__signature__ = signature  # type: ignore[attr-defined]
     return method
+
+
+_the_ide: IDE | None = None
+
+
+def the_ide(*, connect: bool = True) -> IDE:
+    """The one :class:`IDE` of this kernel; connected to its server when ``connect`` and it
+    never was (a server that cannot be found is said, and ``ide.connect(url)`` can follow)."""
+    global _the_ide
+    if _the_ide is None:
+        _the_ide = IDE()
+    if connect and _the_ide.address is None:
+        try:
+            _the_ide.connect()
+        except NoServerError as e:
+            print(f"jupyter-mcp: {e}")
+    return _the_ide
