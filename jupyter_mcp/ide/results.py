@@ -314,4 +314,4 @@ def html_of(answer: Answer) -> str:
             _picture(b.get("mimeType", "image/png"), b.get("data", ""), budget)
             for b in _images(answer)
         )
-    return f'<div class="jp-MCP-fallback">{body}</div>'
+    return f'<div class="jp-MCPView-fallback">{body}</div>'

@@ -72,7 +72,7 @@ for (const [name, title] of Object.entries(VIEWS)) {
 <style>${css}</style>
 </head>
 <body>
-<div id="root" class="jp-MCP-page"><p class="jp-MCP-note">Waiting for the tool's result…</p></div>
+<div id="root" class="jp-MCPView-page"><p class="jp-MCPView-note">Waiting for the tool's result…</p></div>
 <script>${script}</script>
 </body>
 </html>

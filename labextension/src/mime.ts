@@ -19,7 +19,7 @@ class ResultRenderer extends Widget implements IRenderMime.IRenderer {
   constructor(options: IRenderMime.IRendererOptions) {
     super();
     this._sanitizer = options.sanitizer;
-    this.addClass('jp-MCP-rendered');
+    this.addClass('jp-MCPView-rendered');
   }
 
   renderModel(model: IRenderMime.IMimeModel): Promise<void> {

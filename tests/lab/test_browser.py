@@ -811,14 +811,14 @@ def test_magics_results_render_in_jupyterlab_with_the_views_renderers(lab: Lab, 
     )
     open_in_editor(lab, page, "magics/demo.ipynb")
     panel = page.locator(".jp-NotebookPanel:visible")
-    rendered = panel.locator(".jp-MCP-rendered")
+    rendered = panel.locator(".jp-MCPView-rendered")
     wait_for(lambda: rendered.count() == 4, timeout=60, what="the four results, rendered")
     tools = rendered.nth(0)
     assert tools.locator("tbody tr").count() == 7  # the notebooks tool set
     # In the tool's order of keys, though the saved notebook sorted them.
     assert tools.locator("thead th").all_inner_texts()[:2] == ["toolset", "name"]
     run = rendered.nth(1)
-    table = run.locator(".jp-MCP-sortableTable")
+    table = run.locator(".jp-MCPView-sortableTable")
     wait_for(lambda: table.count() == 1, what="the DataFrame as a sortable table")
 
     def first_column() -> list[str]:
@@ -827,14 +827,15 @@ def test_magics_results_render_in_jupyterlab_with_the_views_renderers(lab: Lab, 
     assert first_column() == ["3", "1", "2"]
     table.locator("thead th").nth(1).click()
     assert first_column() == ["1", "2", "3"]
-    wait_for(lambda: run.locator(".jp-MCP-chart svg.marks").count() == 1, what="the Vega chart")
-    wait_for(lambda: run.locator(".jp-MCP-chart .main-svg").count() > 0, what="the Plotly chart")
+    chart = run.locator(".jp-MCPView-chart")
+    wait_for(lambda: chart.locator("svg.marks").count() == 1, what="the Vega chart")
+    wait_for(lambda: chart.locator(".main-svg").count() > 0, what="the Plotly chart")
     # Further down the notebook cells may not be laid out yet: their text, not their looks.
-    error = run.locator(".jp-MCP-errorName").text_content()
+    error = run.locator(".jp-MCPView-errorName").text_content()
     assert error == "ZeroDivisionError: division by zero"
     assert run.locator("script, iframe, [onerror]").count() == 0
-    assert rendered.nth(2).locator(".jp-MCP-diffWordInserted").text_content() == "z"
-    variables = rendered.nth(3).locator(".jp-MCP-variables tbody td:first-child")
+    assert rendered.nth(2).locator(".jp-MCPView-diffWordInserted").text_content() == "z"
+    variables = rendered.nth(3).locator(".jp-MCPView-variables tbody td:first-child")
     assert "table" in variables.all_text_contents()
     time.sleep(1)
     assert page.evaluate("window.pwned") == [] and "pwned" not in page.title()

@@ -82,7 +82,7 @@ class Host:
         )
         await self.page.wait_for_function("window.host.initialized", timeout=30000)
         frame = next(f for f in self.page.frames if f is not self.page.main_frame)
-        await frame.wait_for_selector("#root > :not(.jp-MCP-note)", timeout=30000)
+        await frame.wait_for_selector("#root > :not(.jp-MCPView-note)", timeout=30000)
         return frame
 
     def network_requests(self) -> list[str]:
@@ -131,11 +131,11 @@ async def test_cell_outputs_page_shows_every_output_and_runs_nothing_from_them(
         html = await page_of(client, "ui://jupyter-mcp/cell-outputs")
     async with host_in_chromium() as host:
         frame = await host.show(html, arguments, run)
-        await frame.wait_for_selector(".jp-MCP-chart svg.marks", timeout=30000)  # Vega-Lite
-        await frame.wait_for_selector(".jp-MCP-chart .main-svg", timeout=30000)  # Plotly
+        await frame.wait_for_selector(".jp-MCPView-chart svg.marks", timeout=30000)  # Vega-Lite
+        await frame.wait_for_selector(".jp-MCPView-chart .main-svg", timeout=30000)  # Plotly
 
         # The DataFrame: a table whose columns sort, numbers as numbers.
-        table = ".jp-MCP-sortableTable"
+        table = ".jp-MCPView-sortableTable"
         assert await column(frame, table, 1) == ["3", "1", "2"]
         await frame.click(f"{table} thead th:nth-child(2)")
         assert await column(frame, table, 1) == ["1", "2", "3"]
@@ -147,7 +147,7 @@ async def test_cell_outputs_page_shows_every_output_and_runs_nothing_from_them(
 
         # The PNG (from the result's image block) and the SVG, as pictures.
         pictures = await frame.eval_on_selector_all(
-            "img.jp-MCP-picture", "imgs => imgs.map(i => [i.src.slice(0, 22), i.naturalWidth])"
+            "img.jp-MCPView-picture", "imgs => imgs.map(i => [i.src.slice(0, 22), i.naturalWidth])"
         )
         assert ["data:image/png;base64,", 120] in pictures
         assert ["data:image/svg+xml;bas", 40] in pictures
@@ -182,22 +182,24 @@ async def test_cell_outputs_page_shows_every_output_and_runs_nothing_from_them(
         }
 
         # Markdown rendered (its link and picture without their addresses), LaTeX as its text.
-        markdown = frame.locator(".jp-MCP-markdown")
+        markdown = frame.locator(".jp-MCPView-markdown")
         assert await markdown.locator("strong").inner_text() == "Markdown"
         assert await markdown.locator("a").get_attribute("href") is None
         assert await markdown.locator("img").get_attribute("src") is None
-        assert await frame.inner_text(".jp-MCP-latex") == "$\\alpha^2 + \\beta$"
+        assert await frame.inner_text(".jp-MCPView-latex") == "$\\alpha^2 + \\beta$"
 
         # Colours of a stream and of the traceback.
-        assert await frame.inner_text(".jp-MCP-stream .jp-MCP-ansi-fg-red") == "red"
-        assert await frame.inner_text(".jp-MCP-errorName") == "ZeroDivisionError: division by zero"
-        traceback = await frame.inner_text(".jp-MCP-traceback")
+        assert await frame.inner_text(".jp-MCPView-stream .jp-MCPView-ansi-fg-red") == "red"
+        error = await frame.inner_text(".jp-MCPView-errorName")
+        assert error == "ZeroDivisionError: division by zero"
+        traceback = await frame.inner_text(".jp-MCPView-traceback")
         assert "1 / 0" in traceback and "\x1b" not in traceback
-        assert await frame.locator(".jp-MCP-traceback span[class*='jp-MCP-ansi-fg']").count() > 0
+        coloured = frame.locator(".jp-MCPView-traceback span[class*='jp-MCPView-ansi-fg']")
+        assert await coloured.count() > 0
 
         # The charts: three Vega-Lite bars, one Plotly line.
-        assert await frame.locator(".jp-MCP-chart svg.marks .mark-rect path").count() == 3
-        assert await frame.locator(".jp-MCP-chart .scatterlayer .trace").count() == 1
+        assert await frame.locator(".jp-MCPView-chart svg.marks .mark-rect path").count() == 3
+        assert await frame.locator(".jp-MCPView-chart .scatterlayer .trace").count() == 1
 
         await asyncio.sleep(1)  # time for anything that would run late (an onerror, a timer)
         assert await host.page.evaluate("window.host.pwned") == []
@@ -227,7 +229,7 @@ async def test_variables_page_is_a_table_that_sorts_and_filters(connect, jp_root
         html = await page_of(client, "ui://jupyter-mcp/variables")
     async with host_in_chromium() as host:
         frame = await host.show(html, arguments, listed)
-        table = ".jp-MCP-variables table"
+        table = ".jp-MCPView-variables table"
         assert sorted(await column(frame, table, 0)) == ["names", "rate", "sales", "title"]
         await frame.click(f"{table} thead th:nth-child(1)")
         assert await column(frame, table, 0) == ["names", "rate", "sales", "title"]
@@ -235,10 +237,10 @@ async def test_variables_page_is_a_table_that_sorts_and_filters(connect, jp_root
         assert await column(frame, table, 0) == ["title", "sales", "rate", "names"]
         sizes = dict(zip(await column(frame, table, 0), await column(frame, table, 2), strict=True))
         assert sizes["sales"] == "2 × 2" and sizes["names"] == "3"
-        await frame.fill(".jp-MCP-filter", "dataframe")
+        await frame.fill(".jp-MCPView-filter", "dataframe")
         assert await column(frame, table, 0) == ["sales"]
-        assert await frame.inner_text(".jp-MCP-count") == "1 of 4 variables"
-        await frame.fill(".jp-MCP-filter", "")
+        assert await frame.inner_text(".jp-MCPView-count") == "1 of 4 variables"
+        await frame.fill(".jp-MCPView-filter", "")
         assert len(await column(frame, table, 0)) == 4
         assert host.network_requests() == [] and host.csp_violations() == []
         await keep_screenshot(host, "view-variables.png")
@@ -264,8 +266,8 @@ async def test_diff_page_shows_edits_side_by_side(connect, jp_root_dir):
         html = await page_of(client, "ui://jupyter-mcp/diff")
     async with host_in_chromium() as host:
         frame = await host.show(html, arguments, diff)
-        assert await frame.inner_text(".jp-MCP-diffHeader") == "shapes.py\n+5 −1"
-        changed = frame.locator(".jp-MCP-diffRow-change").first
+        assert await frame.inner_text(".jp-MCPView-diffHeader") == "shapes.py\n+5 −1"
+        changed = frame.locator(".jp-MCPView-diffRow-change").first
         cells = await changed.locator("td").all_inner_texts()
         assert cells == [
             "6",
@@ -273,8 +275,9 @@ async def test_diff_page_shows_edits_side_by_side(connect, jp_root_dir):
             "6",
             "    return 2 * width + 2 * height",
         ]
-        assert await changed.locator(".jp-MCP-diffWordInserted").count() > 0
-        inserted = await frame.locator(".jp-MCP-diffRow-insert td:nth-child(4)").all_inner_texts()
+        assert await changed.locator(".jp-MCPView-diffWordInserted").count() > 0
+        right = frame.locator(".jp-MCPView-diffRow-insert td:nth-child(4)")
+        inserted = await right.all_inner_texts()
         assert "def square(side):" in inserted
         assert host.network_requests() == [] and host.csp_violations() == []
         await keep_screenshot(host, "view-diff.png")
@@ -287,7 +290,7 @@ async def test_a_page_shows_the_error_of_a_failed_call(connect):
     assert failed.is_error
     async with host_in_chromium() as host:
         frame = await host.show(html, {"pathInProject": "missing.ipynb"}, failed)
-        assert "missing.ipynb" in await frame.inner_text(".jp-MCP-error")
+        assert "missing.ipynb" in await frame.inner_text(".jp-MCPView-error")
         assert host.network_requests() == []
 
 

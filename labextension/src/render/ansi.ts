@@ -99,7 +99,7 @@ function setColour(
       colour
     );
   } else {
-    span.classList.add(`jp-MCP-ansi-${which}-${colour}`);
+    span.classList.add(`jp-MCPView-ansi-${which}-${colour}`);
   }
 }
 
@@ -132,13 +132,13 @@ export function appendAnsi(node: HTMLElement, text: string): void {
       setColour(span, 'bg', style.bg);
     }
     if (style.bold) {
-      span.classList.add('jp-MCP-ansi-bold');
+      span.classList.add('jp-MCPView-ansi-bold');
     }
     if (style.italic) {
-      span.classList.add('jp-MCP-ansi-italic');
+      span.classList.add('jp-MCPView-ansi-italic');
     }
     if (style.underline) {
-      span.classList.add('jp-MCP-ansi-underline');
+      span.classList.add('jp-MCPView-ansi-underline');
     }
     node.appendChild(span);
   };

@@ -84,7 +84,7 @@ function rows(hunk: StructuredPatch['hunks'][number]): IRow[] {
 
 function numberCell(row: HTMLTableRowElement, value: number | undefined): void {
   const td = row.insertCell();
-  td.className = 'jp-MCP-diffNumber';
+  td.className = 'jp-MCPView-diffNumber';
   td.textContent = value === undefined ? '' : String(value);
 }
 
@@ -97,14 +97,14 @@ function textCell(
   kind: IRow['kind']
 ): void {
   const td = tr.insertCell();
-  td.className = 'jp-MCP-diffText';
+  td.className = 'jp-MCPView-diffText';
   if (text === undefined) {
-    td.classList.add('jp-MCP-diffEmpty');
+    td.classList.add('jp-MCPView-diffEmpty');
     return;
   }
   if (kind !== 'context') {
     td.classList.add(
-      side === 'old' ? 'jp-MCP-diffDeleted' : 'jp-MCP-diffInserted'
+      side === 'old' ? 'jp-MCPView-diffDeleted' : 'jp-MCPView-diffInserted'
     );
   }
   if (
@@ -124,7 +124,9 @@ function textCell(
       if (changed) {
         const mark = document.createElement('span');
         mark.className =
-          side === 'old' ? 'jp-MCP-diffWordDeleted' : 'jp-MCP-diffWordInserted';
+          side === 'old'
+            ? 'jp-MCPView-diffWordDeleted'
+            : 'jp-MCPView-diffWordInserted';
         mark.textContent = part.value;
         td.appendChild(mark);
       } else {
@@ -138,9 +140,14 @@ function textCell(
 
 function fileTable(patch: StructuredPatch): HTMLTableElement {
   const table = document.createElement('table');
-  table.className = 'jp-MCP-diffTable';
+  table.className = 'jp-MCPView-diffTable';
   const colgroup = document.createElement('colgroup');
-  for (const cls of ['jp-MCP-diffNumberCol', '', 'jp-MCP-diffNumberCol', '']) {
+  for (const cls of [
+    'jp-MCPView-diffNumberCol',
+    '',
+    'jp-MCPView-diffNumberCol',
+    ''
+  ]) {
     const col = document.createElement('col');
     if (cls) {
       col.className = cls;
@@ -152,14 +159,14 @@ function fileTable(patch: StructuredPatch): HTMLTableElement {
   patch.hunks.forEach((hunk, i) => {
     if (i > 0 || hunk.oldStart > 1) {
       const gap = body.insertRow();
-      gap.className = 'jp-MCP-diffGap';
+      gap.className = 'jp-MCPView-diffGap';
       const td = gap.insertCell();
       td.colSpan = 4;
       td.textContent = `⋯ line ${hunk.oldStart} → line ${hunk.newStart}`;
     }
     for (const row of rows(hunk)) {
       const tr = body.insertRow();
-      tr.className = `jp-MCP-diffRow-${row.kind}`;
+      tr.className = `jp-MCPView-diffRow-${row.kind}`;
       numberCell(tr, row.oldNumber);
       textCell(tr, row.oldText, row.newText, 'old', row.kind);
       numberCell(tr, row.newNumber);
@@ -182,9 +189,9 @@ function section(
   message?: string
 ): HTMLElement {
   const box = document.createElement('section');
-  box.className = 'jp-MCP-diffFile';
+  box.className = 'jp-MCPView-diffFile';
   const header = document.createElement('header');
-  header.className = 'jp-MCP-diffHeader';
+  header.className = 'jp-MCPView-diffHeader';
   header.textContent = name || 'Diff';
   if (patch) {
     let added = 0;
@@ -196,7 +203,7 @@ function section(
       }
     }
     const stats = document.createElement('span');
-    stats.className = 'jp-MCP-diffStats';
+    stats.className = 'jp-MCPView-diffStats';
     stats.textContent = `+${added} −${removed}`;
     header.appendChild(stats);
   }
@@ -228,7 +235,7 @@ function splitNotes(patch: string): { patch: string; notes: string[] } {
 /** The side-by-side diff of `files` (texts before and after, or patches). */
 export function renderDiff(files: IDiffFile[]): HTMLElement {
   const node = document.createElement('div');
-  node.className = 'jp-MCP-diff';
+  node.className = 'jp-MCPView-diff';
   if (!files.length) {
     node.appendChild(note('No differences.'));
   }
@@ -261,7 +268,7 @@ export function renderDiff(files: IDiffFile[]): HTMLElement {
           `The patch could not be read (${error}); as text:`
         );
         const pre = document.createElement('pre');
-        pre.className = 'jp-MCP-text';
+        pre.className = 'jp-MCPView-text';
         pre.textContent = file.patch;
         box.appendChild(pre);
         node.appendChild(box);

@@ -16,5 +16,5 @@ export function element(
 
 /** A note to the reader (what is not shown, and why). */
 export function note(text: string): HTMLElement {
-  return element('p', 'jp-MCP-note', text);
+  return element('p', 'jp-MCPView-note', text);
 }

@@ -68,7 +68,7 @@ function picture(
   metadata?: { [key: string]: unknown }
 ): HTMLElement {
   const img = document.createElement('img');
-  img.className = 'jp-MCP-picture';
+  img.className = 'jp-MCPView-picture';
   img.alt = 'output picture';
   img.src = src;
   if (metadata) {
@@ -103,7 +103,7 @@ function pictureOf(output: IOutput, context: IOutputContext): string | null {
 export function htmlBlock(
   html: string,
   sanitizer: ISanitizer,
-  className = 'jp-MCP-html'
+  className = 'jp-MCPView-html'
 ): HTMLElement {
   const node = element('div', className);
   node.appendChild(safeFragment(sanitizer, html));
@@ -119,11 +119,11 @@ export function markdownBlock(
   sanitizer: ISanitizer
 ): HTMLElement {
   const html = marked.parse(text, { async: false, gfm: true }) as string;
-  return htmlBlock(html, sanitizer, 'jp-MCP-markdown');
+  return htmlBlock(html, sanitizer, 'jp-MCPView-markdown');
 }
 
 function dataOutput(output: IOutput, context: IOutputContext): HTMLElement {
-  const box = element('div', 'jp-MCP-output');
+  const box = element('div', 'jp-MCPView-output');
   const data = output.data ?? {};
   const chart = Object.keys(data).find(isChart);
   const fallback = (reason?: string): void => {
@@ -135,11 +135,13 @@ function dataOutput(output: IOutput, context: IOutputContext): HTMLElement {
     if (src) {
       box.appendChild(picture(src));
     } else if (typeof data['text/plain'] === 'string') {
-      box.appendChild(ansiBlock('jp-MCP-text', data['text/plain'] as string));
+      box.appendChild(
+        ansiBlock('jp-MCPView-text', data['text/plain'] as string)
+      );
     }
   };
   if (chart) {
-    const target = element('div', 'jp-MCP-chart');
+    const target = element('div', 'jp-MCPView-chart');
     box.appendChild(target);
     drawChart(target, chart, data[chart]).catch(error =>
       fallback(error?.message ?? String(error))
@@ -160,7 +162,7 @@ function dataOutput(output: IOutput, context: IOutputContext): HTMLElement {
     } else if (mime === 'text/markdown') {
       box.appendChild(markdownBlock(asText(value), context.sanitizer));
     } else if (mime === 'text/latex') {
-      box.appendChild(element('pre', 'jp-MCP-latex', asText(value)));
+      box.appendChild(element('pre', 'jp-MCPView-latex', asText(value)));
     } else if (mime === 'image/svg+xml') {
       // As a picture: an SVG shown by <img> runs no script and loads nothing.
       box.appendChild(
@@ -174,10 +176,10 @@ function dataOutput(output: IOutput, context: IOutputContext): HTMLElement {
       box.appendChild(picture(src, output.metadata?.[mime]));
     } else if (mime === 'application/json') {
       box.appendChild(
-        element('pre', 'jp-MCP-json', JSON.stringify(value, null, 2))
+        element('pre', 'jp-MCPView-json', JSON.stringify(value, null, 2))
       );
     } else {
-      box.appendChild(ansiBlock('jp-MCP-text', asText(value)));
+      box.appendChild(ansiBlock('jp-MCPView-text', asText(value)));
     }
     break;
   }
@@ -195,19 +197,23 @@ export function renderOutput(
   if (output.outputType === 'stream') {
     const stderr = output.name === 'stderr';
     const pre = ansiBlock(
-      stderr ? 'jp-MCP-stream jp-MCP-stderr' : 'jp-MCP-stream',
+      stderr ? 'jp-MCPView-stream jp-MCPView-stderr' : 'jp-MCPView-stream',
       output.text ?? ''
     );
     return pre;
   }
   if (output.outputType === 'error') {
-    const box = element('div', 'jp-MCP-error');
+    const box = element('div', 'jp-MCPView-error');
     box.appendChild(
-      element('div', 'jp-MCP-errorName', `${output.ename}: ${output.evalue}`)
+      element(
+        'div',
+        'jp-MCPView-errorName',
+        `${output.ename}: ${output.evalue}`
+      )
     );
     if (output.traceback?.length) {
       box.appendChild(
-        ansiBlock('jp-MCP-traceback', output.traceback.join('\n'))
+        ansiBlock('jp-MCPView-traceback', output.traceback.join('\n'))
       );
     }
     return box;
@@ -216,20 +222,26 @@ export function renderOutput(
 }
 
 function cellBlock(cell: ICellOutputs, context: IOutputContext): HTMLElement {
-  const box = element('section', 'jp-MCP-cell');
-  const header = element('header', 'jp-MCP-cellHeader');
+  const box = element('section', 'jp-MCPView-cell');
+  const header = element('header', 'jp-MCPView-cellHeader');
   const count = cell.executionCount ?? ' ';
-  header.appendChild(element('span', 'jp-MCP-prompt', `[${count}]:`));
+  header.appendChild(element('span', 'jp-MCPView-prompt', `[${count}]:`));
   if (cell.cellId) {
-    header.appendChild(element('span', 'jp-MCP-cellId', `cell ${cell.cellId}`));
+    header.appendChild(
+      element('span', 'jp-MCPView-cellId', `cell ${cell.cellId}`)
+    );
   }
   if (cell.status && cell.status !== 'ok') {
     header.appendChild(
-      element('span', `jp-MCP-status jp-MCP-status-${cell.status}`, cell.status)
+      element(
+        'span',
+        `jp-MCPView-cellStatus jp-MCPView-cellStatus-${cell.status}`,
+        cell.status
+      )
     );
   }
   box.appendChild(header);
-  const outputs = element('div', 'jp-MCP-outputs');
+  const outputs = element('div', 'jp-MCPView-outputs');
   if (!cell.outputs.length) {
     outputs.appendChild(
       note(
@@ -256,9 +268,9 @@ export function renderCellOutputs(
   data: ICellOutputsData,
   context: IOutputContext
 ): HTMLElement {
-  const node = element('div', 'jp-MCP-cellOutputs');
+  const node = element('div', 'jp-MCPView-cellOutputs');
   if (data.path) {
-    node.appendChild(element('div', 'jp-MCP-title', data.path));
+    node.appendChild(element('div', 'jp-MCPView-title', data.path));
   }
   if (!data.cells.length) {
     node.appendChild(note('No cell ran.'));

@@ -48,16 +48,16 @@ export function renderResult(
   bundle: IResultBundle,
   sanitizer: ISanitizer
 ): HTMLElement {
-  const node = element('div', 'jp-MCP-result');
+  const node = element('div', 'jp-MCPView-result');
   const result = bundle.result ?? {};
   const images = imagesOf(result);
   if (result.isError) {
-    const box = element('div', 'jp-MCP-error');
+    const box = element('div', 'jp-MCPView-error');
     box.appendChild(
-      element('div', 'jp-MCP-errorName', `${bundle.tool} failed`)
+      element('div', 'jp-MCPView-errorName', `${bundle.tool} failed`)
     );
     const text = (result.content ?? []).map(b => b.text ?? '').join('\n');
-    box.appendChild(element('pre', 'jp-MCP-traceback', text));
+    box.appendChild(element('pre', 'jp-MCPView-traceback', text));
     node.appendChild(box);
     return node;
   }
@@ -74,7 +74,7 @@ export function renderResult(
   node.appendChild(renderValue(value, bundle.order));
   for (const image of images) {
     const img = document.createElement('img');
-    img.className = 'jp-MCP-picture';
+    img.className = 'jp-MCPView-picture';
     img.alt = `${bundle.tool} picture`;
     img.src = `data:${image.mimeType};base64,${image.data}`;
     node.appendChild(img);

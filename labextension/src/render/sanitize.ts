@@ -59,7 +59,7 @@ export function dropExternalReferences(root: DocumentFragment | Element): void {
       element.removeAttribute(name);
       if (name === 'href' && tag === 'a') {
         element.setAttribute('title', value);
-        element.classList.add('jp-MCP-unlinked');
+        element.classList.add('jp-MCPView-unlinked');
       }
     }
     const style = (element as HTMLElement).style;

@@ -88,7 +88,7 @@ function sortOnClick(
     if (header.colSpan !== 1) {
       return;
     }
-    header.classList.add('jp-MCP-sortable');
+    header.classList.add('jp-MCPView-sortable');
     header.tabIndex = 0;
     header.setAttribute('aria-sort', 'none');
     header.title = 'Sort by this column';
@@ -139,7 +139,7 @@ export function makeSortable(table: HTMLTableElement): void {
   if (!lastRow || width(lastRow) !== width(body.rows[0])) {
     return;
   }
-  table.classList.add('jp-MCP-sortableTable');
+  table.classList.add('jp-MCPView-sortableTable');
   sortOnClick(Array.from(lastRow.cells), body);
 }
 
@@ -201,15 +201,15 @@ export function dataTable(
   options: ITableOptions = {}
 ): HTMLElement {
   const box = document.createElement('div');
-  box.className = 'jp-MCP-dataTable';
+  box.className = 'jp-MCPView-dataTable';
   const table = document.createElement('table');
-  table.className = 'jp-MCP-table';
+  table.className = 'jp-MCPView-table';
   const head = table.createTHead().insertRow();
   for (const column of columns) {
     const th = document.createElement('th');
     th.textContent = column.title;
     if (column.numeric) {
-      th.classList.add('jp-MCP-numeric');
+      th.classList.add('jp-MCPView-numeric');
     }
     head.appendChild(th);
   }
@@ -226,21 +226,21 @@ export function dataTable(
         td.title = text;
       }
       if (column.numeric) {
-        td.classList.add('jp-MCP-numeric');
+        td.classList.add('jp-MCPView-numeric');
       }
     }
   }
   sortOnClick(Array.from(head.cells), body);
   if (options.filter) {
     const bar = document.createElement('div');
-    bar.className = 'jp-MCP-tableBar';
+    bar.className = 'jp-MCPView-tableBar';
     const input = document.createElement('input');
     input.type = 'search';
-    input.className = 'jp-MCP-filter';
+    input.className = 'jp-MCPView-filter';
     input.placeholder = 'Filter';
     input.setAttribute('aria-label', 'Filter the rows');
     const count = document.createElement('span');
-    count.className = 'jp-MCP-count';
+    count.className = 'jp-MCPView-count';
     const noun = options.noun ?? 'rows';
     const update = (): void => {
       const words = input.value.toLowerCase().split(/\s+/).filter(Boolean);

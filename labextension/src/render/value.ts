@@ -50,11 +50,11 @@ export function renderValue(
     if (looksLikeDiff(value)) {
       return renderDiff([{ patch: value }]);
     }
-    return element('pre', 'jp-MCP-text', value);
+    return element('pre', 'jp-MCPView-text', value);
   }
   if (Array.isArray(value)) {
     if (!value.length) {
-      return element('p', 'jp-MCP-note', 'Nothing (an empty list).');
+      return element('p', 'jp-MCPView-note', 'Nothing (an empty list).');
     }
     if (value.every(isRecord)) {
       return dataTable(value, columnsIn(value, order.columns), {
@@ -68,7 +68,7 @@ export function renderValue(
     );
   }
   if (isRecord(value)) {
-    const node = element('div', 'jp-MCP-record');
+    const node = element('div', 'jp-MCPView-record');
     const scalars: { [key: string]: unknown }[] = [];
     const parts: HTMLElement[] = [];
     const nested = isRecord(order.columns) ? order.columns : {};
@@ -77,9 +77,9 @@ export function renderValue(
       if (key === 'diff' && typeof item === 'string') {
         parts.push(renderDiff([{ patch: item }]));
       } else if (Array.isArray(item) && item.length && item.every(isRecord)) {
-        const part = element('div', 'jp-MCP-field');
+        const part = element('div', 'jp-MCPView-field');
         part.appendChild(
-          element('div', 'jp-MCP-fieldName', `${key} (${item.length})`)
+          element('div', 'jp-MCPView-fieldName', `${key} (${item.length})`)
         );
         part.appendChild(
           dataTable(item, columnsIn(item, nested[key]), {
@@ -88,9 +88,9 @@ export function renderValue(
         );
         parts.push(part);
       } else if (typeof item === 'string' && item.includes('\n')) {
-        const part = element('div', 'jp-MCP-field');
-        part.appendChild(element('div', 'jp-MCP-fieldName', key));
-        part.appendChild(element('pre', 'jp-MCP-text', item));
+        const part = element('div', 'jp-MCPView-field');
+        part.appendChild(element('div', 'jp-MCPView-fieldName', key));
+        part.appendChild(element('pre', 'jp-MCPView-text', item));
         parts.push(part);
       } else {
         scalars.push({ key, value: cellText(item) });
@@ -101,11 +101,11 @@ export function renderValue(
         { key: 'key', title: 'Field' },
         { key: 'value', title: 'Value' }
       ]);
-      table.classList.add('jp-MCP-fields');
+      table.classList.add('jp-MCPView-fields');
       node.appendChild(table);
     }
     parts.forEach(part => node.appendChild(part));
     return node;
   }
-  return element('pre', 'jp-MCP-text', cellText(value));
+  return element('pre', 'jp-MCPView-text', cellText(value));
 }

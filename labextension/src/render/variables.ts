@@ -16,10 +16,10 @@ function sizeOf(variable: IVariable): string {
 
 /** The variables view: a sortable, filterable table of a kernel's variables. */
 export function renderVariables(data: IVariablesData): HTMLElement {
-  const node = element('div', 'jp-MCP-variables');
+  const node = element('div', 'jp-MCPView-variables');
   if (data.path) {
     node.appendChild(
-      element('div', 'jp-MCP-title', `Variables of ${data.path}`)
+      element('div', 'jp-MCPView-title', `Variables of ${data.path}`)
     );
   }
   const columns: IColumn[] = [
@@ -38,7 +38,7 @@ export function renderVariables(data: IVariablesData): HTMLElement {
   );
   if (data.omitted) {
     node.appendChild(
-      element('p', 'jp-MCP-note', `${data.omitted} more not shown.`)
+      element('p', 'jp-MCPView-note', `${data.omitted} more not shown.`)
     );
   }
   return node;

@@ -17,7 +17,7 @@ const VERSION = '0.1.0';
 function message(
   root: HTMLElement,
   text: string,
-  className = 'jp-MCP-note'
+  className = 'jp-MCPView-note'
 ): void {
   const p = document.createElement('p');
   p.className = className;
@@ -71,7 +71,7 @@ export function startView(name: ViewData['view'], render: ViewRenderer): void {
       .map(block => block.text ?? '')
       .join('\n');
     if (result.isError) {
-      message(root, text || 'The tool failed.', 'jp-MCP-error');
+      message(root, text || 'The tool failed.', 'jp-MCPView-error');
       return;
     }
     const data = viewDataOf(result);
@@ -82,12 +82,16 @@ export function startView(name: ViewData['view'], render: ViewRenderer): void {
           : renderValue(result.structuredContent ?? text)
       );
     } catch (error) {
-      message(root, `This result could not be shown: ${error}`, 'jp-MCP-error');
+      message(
+        root,
+        `This result could not be shown: ${error}`,
+        'jp-MCPView-error'
+      );
     }
   });
   host
     .connect()
     .catch(error =>
-      message(root, `No host to talk to: ${error}`, 'jp-MCP-error')
+      message(root, `No host to talk to: ${error}`, 'jp-MCPView-error')
     );
 }
