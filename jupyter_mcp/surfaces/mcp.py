@@ -37,6 +37,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
+from ..auth.scopes import Access
 from ..core.context import ToolContext, progress_reporter
 from ..core.errors import ToolError
 from ..core.registry import TOOLSETS_HEADER, CallResult, Registry, Tool, request_toolsets
@@ -593,7 +594,8 @@ class MCPSurface:
         self, rctx: Any, params: types.PaginatedRequestParams | None
     ) -> dict[str, Any]:
         offset = decode_cursor(params.cursor if params is not None else None)
-        visible = self.registry.visible(self.ctx, _toolsets(rctx))
+        toolsets, read_only = _narrowing(rctx)
+        visible = self.registry.visible(self.ctx, toolsets, read_only=read_only)
         if offset > len(visible):
             raise MCPError(types.INVALID_PARAMS, "Invalid cursor: past the end of the tool list")
         page = visible[offset : offset + self.page_size]
@@ -601,7 +603,11 @@ class MCPSurface:
         # In wire form, like call results (the SDK validates it on the way out): the envelope
         # (the caching fields of 2026-07-28 among them) from the SDK's model, the tools cached.
         answer = types.ListToolsResult(
-            tools=[], next_cursor=encode_cursor(following) if following < len(visible) else None
+            tools=[],
+            next_cursor=encode_cursor(following) if following < len(visible) else None,
+            # The list depends on who asks (an OAuth token's scopes, the chosen tool sets):
+            # never to be served from a cache shared with others.
+            cache_scope="private",
         ).model_dump(by_alias=True, mode="json", exclude_none=True)
         answer["tools"] = [self._wire_tool(t) for t in page]
         return answer
@@ -628,7 +634,7 @@ class MCPSurface:
             raise MCPError(types.INVALID_PARAMS, f"Unknown tool: {name}")
         progress = self._progress_relay(rctx)
         logs = self._log_relay(rctx)
-        toolsets = _toolsets(rctx)
+        toolsets, read_only = _narrowing(rctx)
         reporter_token = progress_reporter.set(progress.report if progress else None)
         sink_token = _call_log_sink.set(logs.record if logs else None)
         finished = False
@@ -650,6 +656,7 @@ class MCPSurface:
                     always_window=True,
                     toolsets=toolsets,
                     caller=caller,
+                    read_only=read_only,
                 )
             if scope.cancelled_caught:
                 answer = error_result(f"{name} was stopped: the client went away")
@@ -793,6 +800,19 @@ def _toolsets(rctx: Any) -> frozenset[str] | None:
         )
     except ToolError:  # only when not served by our handler: show nothing, not all
         return frozenset()
+
+
+def _narrowing(rctx: Any) -> tuple[frozenset[str] | None, bool]:
+    """The tool sets a request may use and whether only read-only tools: the connection's
+    choice (:func:`_toolsets`), within what its OAuth token allows (its principal's access)."""
+    toolsets = _toolsets(rctx)
+    user = getattr(getattr(rctx, "request", None), "scope", {}).get("user")
+    access = getattr(user, "access", None)
+    if not isinstance(access, Access):
+        return toolsets, False
+    if access.toolsets is not None:
+        toolsets = access.toolsets if toolsets is None else toolsets & access.toolsets
+    return toolsets, access.read_only
 
 
 def _principal_id(user: Any) -> str | None:
