@@ -41,7 +41,7 @@ from mcp.shared.auth import (
     OAuthToken,
     ProtectedResourceMetadata,
 )
-from pydantic import AnyHttpUrl, AnyUrl
+from pydantic import AnyUrl
 
 from .client_metadata import (
     ClientMetadataError,
@@ -364,36 +364,40 @@ class OAuthServer:
 
     def resource_metadata(self, site: Site) -> ProtectedResourceMetadata:
         """RFC 9728 metadata of the MCP endpoint at ``site``."""
-        return ProtectedResourceMetadata(
-            resource=AnyHttpUrl(site.resource),
-            authorization_servers=[AnyHttpUrl(site.issuer)],
-            # The least a client needs; the consent page offers the narrower ones.
-            scopes_supported=[BASE],
-            bearer_methods_supported=["header"],
-            resource_name="Jupyter server (jupyter-mcp IDE tools)",
+        # Validated by the models themselves, whose URLs keep an empty path as it is: an
+        # issuer is compared as a string, "https://host" is not "https://host/".
+        return ProtectedResourceMetadata.model_validate(
+            {
+                "resource": site.resource,
+                "authorization_servers": [site.issuer],
+                # The least a client needs; the consent page offers the narrower ones.
+                "scopes_supported": [BASE],
+                "bearer_methods_supported": ["header"],
+                "resource_name": "Jupyter server (jupyter-mcp IDE tools)",
+            }
         )
 
     def authorization_server_metadata(self, site: Site) -> OAuthMetadata:
         """RFC 8414 metadata of the authorization server at ``site``."""
         auth_methods = ["none", "client_secret_post", "client_secret_basic"]
-        return OAuthMetadata(
-            issuer=AnyHttpUrl(site.issuer),
-            authorization_endpoint=AnyHttpUrl(site.endpoint("authorize")),
-            token_endpoint=AnyHttpUrl(site.endpoint("token")),
-            registration_endpoint=(
-                AnyHttpUrl(site.endpoint("register"))
-                if self.settings.dynamic_registration
-                else None
-            ),
-            revocation_endpoint=AnyHttpUrl(site.endpoint("revoke")),
-            scopes_supported=supported_scopes(self.served_toolsets()),
-            response_types_supported=["code"],
-            grant_types_supported=["authorization_code", "refresh_token"],
-            token_endpoint_auth_methods_supported=auth_methods,
-            revocation_endpoint_auth_methods_supported=auth_methods,
-            code_challenge_methods_supported=["S256"],
-            client_id_metadata_document_supported=True,
-            authorization_response_iss_parameter_supported=True,
+        return OAuthMetadata.model_validate(
+            {
+                "issuer": site.issuer,
+                "authorization_endpoint": site.endpoint("authorize"),
+                "token_endpoint": site.endpoint("token"),
+                "registration_endpoint": (
+                    site.endpoint("register") if self.settings.dynamic_registration else None
+                ),
+                "revocation_endpoint": site.endpoint("revoke"),
+                "scopes_supported": supported_scopes(self.served_toolsets()),
+                "response_types_supported": ["code"],
+                "grant_types_supported": ["authorization_code", "refresh_token"],
+                "token_endpoint_auth_methods_supported": auth_methods,
+                "revocation_endpoint_auth_methods_supported": auth_methods,
+                "code_challenge_methods_supported": ["S256"],
+                "client_id_metadata_document_supported": True,
+                "authorization_response_iss_parameter_supported": True,
+            }
         )
 
     def issuer_string(self, site: Site) -> str:

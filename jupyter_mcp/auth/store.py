@@ -120,6 +120,13 @@ class Grant:
 
 
 @dataclass
+class _Change:
+    """Whether a change under the lock changed anything (else nothing is written)."""
+
+    made: bool = True
+
+
+@dataclass
 class Issued:
     """Tokens just made for a grant (the only time they exist in plain text)."""
 
@@ -250,21 +257,24 @@ class GrantStore:
     # -- changing --------------------------------------------------------------------------
 
     @contextlib.contextmanager
-    def _changing(self) -> Iterator[None]:
-        """Lock the file, bring this copy up to date, let the caller change it, write it."""
+    def _changing(self) -> Iterator[_Change]:
+        """Lock the file, bring this copy up to date, let the caller change it, write it
+        (unless the caller says it changed nothing)."""
         with self._guard:
             self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
             lock_path = self.path.with_name(self.path.name + ".lock")
             try:
-                lock = open(lock_path, "a+")  # noqa: SIM115 - closed below
+                lock = os.fdopen(os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o600), "r+")
             except OSError as e:
                 raise StoreError(f"Cannot lock {lock_path}: {e}") from e
             try:
                 if fcntl is not None:
                     fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
                 self._load_if_changed()
-                yield
-                self._write()
+                change = _Change()
+                yield change
+                if change.made:
+                    self._write()
             finally:
                 lock.close()  # releases the lock
 
@@ -354,9 +364,13 @@ class GrantStore:
         return Issued(grant, access, expires, list(scopes), refresh)
 
     def revoke(self, grant_id: str) -> bool:
-        """End a grant and every token of it; False when there was no such grant."""
-        with self._changing():
-            return self._grants.pop(grant_id, None) is not None
+        """End a grant and every token of it; False when there was no such grant (and the
+        file is left as it is)."""
+        if self.grant(grant_id) is None:
+            return False
+        with self._changing() as change:
+            change.made = self._grants.pop(grant_id, None) is not None
+            return change.made
 
     def touch(self, grant_id: str) -> None:
         """Note a use of a grant now (written by the next change or :meth:`flush`)."""
