@@ -378,6 +378,7 @@ class ConsentHandler(OAuthHandlerMixin, JupyterHandler):
                 allow=allow,
                 read_only=self.get_body_argument("read_only", "") == "on",
                 toolsets=chosen if allow else None,
+                user_label=getattr(user, "display_name", "") or name,
             )
         except ValueError as e:
             self._render(found, error=str(e), chosen=chosen or offered)

@@ -264,6 +264,7 @@ class _Code:
     registration: str
     grant_types: list[str]
     expires: float
+    user_label: str = ""
 
 
 @dataclass
@@ -513,6 +514,7 @@ class OAuthServer:
         allow: bool,
         read_only: bool = False,
         toolsets: frozenset[str] | None = None,
+        user_label: str = "",
     ) -> str:
         """The user's answer to a request: the URL the browser goes back to the client with.
 
@@ -570,6 +572,7 @@ class OAuthServer:
             registration=found.client.registration,
             grant_types=list(found.client.grant_types),
             expires=now + CODE_LIFETIME,
+            user_label=user_label,
         )
         return construct_redirect_uri(back, code=code, state=params.state, iss=issuer)
 
@@ -633,6 +636,7 @@ class OAuthServer:
             redirect_uri=str(code.redirect_uri),
             scopes=list(code.scopes),
             user=code.subject or "",
+            user_label=found.user_label,
             resource=site.resource,
             issuer=site.issuer,
             server=self.server_id,

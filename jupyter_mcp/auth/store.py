@@ -79,7 +79,7 @@ class Grant:
     registration: str
     redirect_uri: str
     scopes: list[str]
-    #: The Jupyter user who consented.
+    #: The Jupyter user who consented (their user name).
     user: str
     #: The canonical URL of the MCP endpoint the tokens are for (their audience).
     resource: str
@@ -94,6 +94,8 @@ class Grant:
     refresh: str = ""
     refresh_expires: float = 0.0
     spent_refresh: list[str] = field(default_factory=list)
+    #: How Jupyter shows that user (a token login's user is "Anonymous ..." with a random name).
+    user_label: str = ""
     #: Grant types the client declared (``refresh_token`` among them or not).
     grant_types: list[str] = field(default_factory=lambda: ["authorization_code", "refresh_token"])
 
@@ -111,7 +113,7 @@ class Grant:
             "registration": self.registration,
             "redirectUri": self.redirect_uri,
             "scopes": list(self.scopes),
-            "user": self.user,
+            "user": self.user_label or self.user,
             "resource": self.resource,
             "created": self.created,
             "lastUsed": self.last_used,

@@ -40,7 +40,7 @@ def describe(grants: list[Grant]) -> str:
                     f"  client:    {_registration(grant)}",
                     f"  may use:   {access_of(grant.scopes).describe()} "
                     f"(scopes {' '.join(grant.scopes)})",
-                    f"  for:       {grant.resource}, allowed by {grant.user}",
+                    f"  for:       {grant.resource}, allowed by {grant.user_label or grant.user}",
                     f"  created:   {_when(grant.created)}",
                     f"  last used: {_when(grant.last_used)}",
                 ]

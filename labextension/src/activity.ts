@@ -105,9 +105,26 @@ export class ActivityPanel extends Widget {
     this._list.className = 'jp-MCP-activity-list';
     this._grants = new GrantsSection(settings);
     this.node.append(this._grants.node, header, this._empty, this._list);
-    connection.activity.connect((_, record) => this.add(record));
+    connection.activity.connect((_, record) => {
+      this.add(record);
+      this._refreshGrantsSoon();
+    });
     connection.welcomed.connect((_, records) => this._resync(records));
     this._timer = window.setInterval(() => this._tick(), 1000);
+  }
+
+  /**
+   * A call may come from a client allowed a moment ago, and changes when one was last used:
+   * ask for the grants again shortly (once for a burst of calls) while the panel is shown.
+   */
+  private _refreshGrantsSoon(): void {
+    if (!this.isVisible || this._grantsSoon) {
+      return;
+    }
+    this._grantsSoon = window.setTimeout(() => {
+      this._grantsSoon = 0;
+      void this._grants.refresh();
+    }, 1000);
   }
 
   protected onAfterShow(msg: Message): void {
@@ -193,6 +210,7 @@ export class ActivityPanel extends Widget {
   private _timer: number;
   private _grants: GrantsSection;
   private _grantsTimer = 0;
+  private _grantsSoon = 0;
 }
 
 /**
