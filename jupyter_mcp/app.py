@@ -10,11 +10,12 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import fields
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from jupyter_server.extension.application import ExtensionApp
 from traitlets import Bool, Float, Int, List, TraitError, Unicode, Union, observe, validate
 
-from .auth.provider import OAuthServer, OAuthSettings
+from .auth.provider import OAuthServer, OAuthSettings, OAuthUnavailable, site_for
 from .auth.store import GrantStore
 from .core.context import Settings, ToolContext
 from .core.registry import TOOLSETS, Registry, unknown_toolsets
@@ -292,6 +293,23 @@ class JupyterMCP(ExtensionApp):
                 f"{', '.join(map(repr, unknown))}; the tool sets are {', '.join(TOOLSETS)}"
             )
         return names
+
+    @validate("oauth_public_url")
+    def _check_public_url(self, proposal: dict[str, Any]) -> Any:
+        value = proposal["value"]
+        if not value:
+            return value
+        try:
+            site_for("", "", "/", value)
+        except OAuthUnavailable as e:
+            raise TraitError(f"JupyterMCP.oauth_public_url {value!r}: {e}") from None
+        parts = urlsplit(value)
+        if not parts.hostname or parts.query or parts.fragment:
+            raise TraitError(
+                f"JupyterMCP.oauth_public_url {value!r} must be an address such as "
+                "'https://lab.example.org/' (a host, a path at most, no query or fragment)"
+            )
+        return value
 
     @validate("port_range")
     def _check_port_range(self, proposal: dict[str, Any]) -> Any:

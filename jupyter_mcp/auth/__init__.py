@@ -30,6 +30,9 @@ Threat model (what this defends, and how):
   does a code exchanged twice. ``iss`` is sent on every authorization response (RFC 9207).
 - *Server-side request forgery through a client metadata URL.* https only, public addresses
   only (checked on the resolved addresses the connection uses), no redirects, 5 KiB, 5 s.
+- *Anyone on the network calls the open endpoints* (metadata, authorize, token, register). They
+  hold state in bounded tables (1000 waiting requests, 500 registered clients without a grant,
+  1000 cached documents) and make at most one guarded 5-second fetch per authorization request.
 - *Escalation through scopes.* A refreshed token never gets more than its grant (dropping
   ``mcp:read`` counts as more); narrowed answers (``tools/list``) are private to their token.
 - Not defended here: a user who allows a client they should not trust (the tools can do what

@@ -440,6 +440,8 @@ async def test_a_refresh_token_of_another_client_does_not_exist(
     [
         ("not https", "must use https"),
         ("private address", "not a public address"),
+        ("cloud metadata address", "not a public address"),
+        ("mapped loopback address", "not a public address"),
         ("loopback by name", "not a public address"),
         ("fragment", "fragment"),
         ("no path", "must have a path"),
@@ -465,6 +467,8 @@ async def test_a_bad_client_metadata_url_is_invalid_client(
     site = client_site
     urls = {
         "private address": "https://10.11.12.13/client.json",
+        "cloud metadata address": "https://169.254.169.254/latest/meta-data/client.json",
+        "mapped loopback address": f"https://[::ffff:127.0.0.1]:{site.port}/client.json",
         "loopback by name": f"https://localhost:{site.port}/client.json",
         "fragment": site.publish() + "#x",
         "no path": f"{site.url}/",
@@ -489,7 +493,7 @@ async def test_a_bad_client_metadata_url_is_invalid_client(
     }
     if case == "slow":
         monkeypatch.setattr(client_metadata, "TIMEOUT", 0.5)
-    if case in ("not https", "loopback by name"):
+    if case in ("not https", "loopback by name", "mapped loopback address"):
         # As a server without the tests' setting: no http, no loopback address, ever.
         server.oauth.fetcher = client_metadata.ClientMetadataFetcher()
     if case == "not https":

@@ -14,7 +14,9 @@ from typing import Any
 import httpx2
 import pytest
 from conftest import Server
+from traitlets import TraitError
 
+from jupyter_mcp.app import JupyterMCP
 from jupyter_mcp.surfaces.base import not_authenticated_reason
 
 INITIALIZE = {
@@ -189,3 +191,14 @@ async def test_without_dynamic_registration_only_metadata_documents_remain(
     assert metadata["client_id_metadata_document_supported"] is True
     assert register.status_code in (403, 404)  # Jupyter's answer to a post it has no route for
     assert server.stored().get("clients", {}) == {}
+
+
+@pytest.mark.parametrize(
+    "url", ["http://lab.example.org/", "https://lab.example.org/?x=1", "lab.example.org"]
+)
+def test_an_unusable_public_url_stops_the_server_from_starting(url: str) -> None:
+    # An invalid jupyter_mcp setting stops the server (see the app), this one included.
+    with pytest.raises(TraitError, match="oauth_public_url"):
+        JupyterMCP(oauth_public_url=url)
+
+    assert JupyterMCP(oauth_public_url="https://lab.example.org/jupyter/").oauth_public_url
