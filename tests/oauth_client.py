@@ -7,6 +7,8 @@
   metadata document or dynamically, with tokens kept in memory;
 - :func:`consent_with_token`: answers the consent page with the Jupyter token instead of a
   browser (for the tests of refusals, which need codes but not a person);
+- :func:`grant_by_hand`: a whole grant without a browser (register, consent, exchange);
+- :func:`chromium_page`: a page of a headless Chromium on the test's own loop;
 - PKCE and form helpers for driving the endpoints by hand.
 """
 
@@ -16,10 +18,12 @@ import asyncio
 import base64
 import hashlib
 import json
+import os
 import re
 import secrets
 import socket
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qs, urlencode, urlsplit
@@ -226,3 +230,78 @@ def pkce() -> tuple[str, str]:
     verifier = secrets.token_urlsafe(48)
     challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest())
     return verifier, challenge.decode().rstrip("=")
+
+
+async def grant_by_hand(
+    base_url: str,
+    jupyter_token: str,
+    site: ClientSite,
+    *,
+    client_id: str | None = None,
+    client_name: str = "Test Connector",
+    scope: str | None = None,
+) -> dict[str, Any]:
+    """A whole grant of the server at ``base_url`` without a browser: the client registers
+    itself (unless ``client_id`` is given: a metadata document URL), the consent page is
+    answered with ``jupyter_token`` (or a hub token), the code is exchanged. The token answer."""
+    async with httpx2.AsyncClient(timeout=90) as http:
+        if client_id is None:
+            registered = await http.post(
+                f"{base_url}mcp/oauth/register",
+                json={
+                    "client_name": client_name,
+                    "redirect_uris": [site.callback_url],
+                    "token_endpoint_auth_method": "none",
+                },
+            )
+            assert registered.status_code == 201, registered.text
+            client_id = str(registered.json()["client_id"])
+        verifier, challenge = pkce()
+        query = {
+            "response_type": "code",
+            "client_id": client_id,
+            "redirect_uri": site.callback_url,
+            "state": "by-hand",
+            "code_challenge": challenge,
+            "code_challenge_method": "S256",
+            **({"scope": scope} if scope else {}),
+        }
+        await consent_with_token(f"{base_url}mcp/oauth/authorize?{urlencode(query)}", jupyter_token)
+        code = (await site.next_callback())["code"]
+        answer = await http.post(
+            f"{base_url}mcp/oauth/token",
+            data={
+                "grant_type": "authorization_code",
+                "code": code,
+                "redirect_uri": site.callback_url,
+                "client_id": client_id,
+                "code_verifier": verifier,
+            },
+        )
+    assert answer.status_code == 200, answer.text
+    return dict(answer.json())
+
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking"]
+
+
+@asynccontextmanager
+async def chromium_page() -> AsyncIterator[Any]:
+    """A page of a headless Chromium of its own, on the running loop (Playwright's async API:
+    the test's loop may run the server too). Skipped without Chromium, failed in CI
+    (``JUPYTER_MCP_REQUIRE_BROWSER``)."""
+    import pytest
+
+    if not os.path.exists(CHROMIUM):
+        if os.environ.get("JUPYTER_MCP_REQUIRE_BROWSER"):
+            pytest.fail(f"browser tests required but {CHROMIUM} is missing")
+        pytest.skip(f"{CHROMIUM} is missing (apt-get install chromium, or make test)")
+    from playwright.async_api import async_playwright
+
+    async with async_playwright() as playwright:
+        browser = await playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            yield await browser.new_page()
+        finally:
+            await browser.close()

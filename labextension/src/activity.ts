@@ -63,9 +63,11 @@ export class MCPStatus extends Widget {
     } else if (this._last && Date.now() - this._last.at < AGENT_RECENT_MS) {
       const outcome = this._last.running
         ? ' (running)'
-        : this._last.ok
-          ? ''
-          : ' (failed)';
+        : this._last.task?.status === 'cancelled'
+          ? ' (cancelled)'
+          : this._last.ok
+            ? ''
+            : ' (failed)';
       text = `MCP: agent connected · last: ${this._last.tool}${outcome}`;
     } else {
       text = 'MCP: ready';
@@ -86,7 +88,9 @@ export class MCPStatus extends Widget {
 /**
  * The activity panel: the clients allowed with OAuth, then recent tool calls, newest first. A
  * call that runs for a while shows as running (with its time so far) until its outcome
- * replaces the entry.
+ * replaces the entry. A call that runs as an MCP task shows its task (id, what runs now) from
+ * the moment the client is given the task, long after the request that started it was
+ * answered, until the task ends.
  */
 export class ActivityPanel extends Widget {
   constructor(connection: LabSocket, settings: ServerConnection.ISettings) {
@@ -243,6 +247,15 @@ function render(record: IActivityRecord): HTMLLIElement {
   meta.append(duration, ' · ', time);
   head.append(tool, meta);
   item.append(head);
+  if (record.task) {
+    item.classList.add('jp-mod-task');
+    item.dataset.taskId = record.task.id;
+    const task = document.createElement('div');
+    task.className = 'jp-MCP-activity-task';
+    task.textContent = `task ${record.task.id.slice(0, 8)} · ${record.task.status}`;
+    task.title = `MCP task ${record.task.id}`;
+    item.append(task);
+  }
   if (record.arguments) {
     const args = document.createElement('div');
     args.className = 'jp-MCP-activity-arguments';
@@ -252,10 +265,12 @@ function render(record: IActivityRecord): HTMLLIElement {
   const result = document.createElement('div');
   result.className = 'jp-MCP-activity-result';
   result.textContent = record.running
-    ? 'running…'
-    : record.ok
-      ? 'ok'
-      : `error: ${record.error ?? ''}`;
+    ? record.task?.message || 'running…'
+    : record.task?.status === 'cancelled'
+      ? 'cancelled'
+      : record.ok
+        ? 'ok'
+        : `error: ${record.error ?? ''}`;
   item.append(result);
   if (record.running) {
     // The window's own clock from here on: the server's may differ.

@@ -3,14 +3,13 @@ from loopback, a client site beside it, and the SDK's OAuth client on both."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 from oauth_client import ClientSite, consent_with_token, pkce
+from oauth_fixtures import Authorization, Server
 from server_configs import server_config
 
 
@@ -44,35 +43,6 @@ def client_site(jp_asyncio_loop: Any) -> Iterator[ClientSite]:
     site.close()
 
 
-@dataclass
-class Server:
-    """The test server as an OAuth client sees it."""
-
-    base: str  # http://127.0.0.1:PORT/a%40b/
-    token: str  # the Jupyter token (the user's; consent is given with it)
-    app: Any  # the JupyterMCP extension app
-    file: Path
-
-    @property
-    def mcp(self) -> str:
-        return f"{self.base}mcp"
-
-    @property
-    def issuer(self) -> str:
-        return self.base.rstrip("/")
-
-    def endpoint(self, name: str) -> str:
-        return f"{self.base}mcp/oauth/{name}"
-
-    @property
-    def oauth(self) -> Any:
-        return self.app.tool_context.services.oauth
-
-    def stored(self) -> dict[str, Any]:
-        """The grants file as it is on disk now."""
-        return json.loads(self.file.read_text()) if self.file.exists() else {}
-
-
 @pytest.fixture
 def server(
     jp_serverapp: Any, http_server: Any, http_server_port: Any, jp_base_url: str, oauth_file: Path
@@ -84,17 +54,6 @@ def server(
         app=app,
         file=oauth_file,
     )
-
-
-@dataclass
-class Authorization:
-    """An authorization request made by hand: what the token request needs."""
-
-    client_id: str
-    redirect_uri: str
-    verifier: str
-    code: str
-    query: dict[str, str]
 
 
 @pytest.fixture

@@ -14,8 +14,8 @@ from urllib.parse import parse_qs, urlencode, urlsplit
 
 import httpx2
 import pytest
-from conftest import Server
 from oauth_client import ClientSite, Document, consent_with_token, pkce
+from oauth_fixtures import Server
 
 from jupyter_mcp.auth import client_metadata
 

@@ -10,7 +10,6 @@ go to ``test-artifacts/``.
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -19,33 +18,14 @@ from typing import Any
 
 import httpx2
 import pytest
-from conftest import Server
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
-from oauth_client import ClientSite, MemoryTokens, sdk_oauth
+from oauth_client import ClientSite, MemoryTokens, chromium_page, sdk_oauth
+from oauth_fixtures import Server
 
 pytestmark = pytest.mark.browser
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking"]
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
-
-
-@asynccontextmanager
-async def chromium_page() -> AsyncIterator[Any]:
-    """A page of a headless Chromium of its own (the tests' loop runs the server too)."""
-    if not os.path.exists(CHROMIUM):
-        if os.environ.get("JUPYTER_MCP_REQUIRE_BROWSER"):
-            pytest.fail(f"browser tests required but {CHROMIUM} is missing")
-        pytest.skip(f"{CHROMIUM} is missing (apt-get install chromium, or make test)")
-    from playwright.async_api import async_playwright
-
-    async with async_playwright() as playwright:
-        chromium = await playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        try:
-            yield await chromium.new_page()
-        finally:
-            await chromium.close()
 
 
 class Person:

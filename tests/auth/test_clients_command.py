@@ -17,11 +17,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlencode
 
 import httpx2
 import pytest
-from oauth_client import ClientSite, consent_with_token, free_port, pkce
+from oauth_client import ClientSite, free_port, grant_by_hand
 from server_configs import COLLABORATION_EXTENSIONS
 
 from jupyter_mcp.cli.launcher import relay_launcher
@@ -129,33 +128,9 @@ def clients(server: ServerProcess, *args: str) -> subprocess.CompletedProcess[st
 
 
 async def grant_tokens(server: ServerProcess, site: ClientSite) -> dict[str, Any]:
-    client_id = site.publish()
-    verifier, challenge = pkce()
-    query = {
-        "response_type": "code",
-        "client_id": client_id,
-        "redirect_uri": site.callback_url,
-        "state": "s",
-        "code_challenge": challenge,
-        "code_challenge_method": "S256",
-        "resource": f"{server.base}mcp",
-        "scope": "mcp mcp:toolsets:files",
-    }
-    await consent_with_token(f"{server.base}mcp/oauth/authorize?{urlencode(query)}", TOKEN)
-    code = (await site.next_callback())["code"]
-    async with httpx2.AsyncClient() as http:
-        answer = await http.post(
-            f"{server.base}mcp/oauth/token",
-            data={
-                "grant_type": "authorization_code",
-                "code": code,
-                "redirect_uri": site.callback_url,
-                "client_id": client_id,
-                "code_verifier": verifier,
-            },
-        )
-    assert answer.status_code == 200, answer.text
-    return dict(answer.json())
+    return await grant_by_hand(
+        server.base, TOKEN, site, client_id=site.publish(), scope="mcp mcp:toolsets:files"
+    )
 
 
 async def list_tools(server: ServerProcess, access_token: str) -> httpx2.Response:

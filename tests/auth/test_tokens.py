@@ -15,9 +15,9 @@ from typing import Any
 
 import httpx2
 import pytest
-from conftest import Server
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
+from oauth_fixtures import Server, post_initialize
 from tornado.httpclient import HTTPClientError
 from tornado.websocket import websocket_connect
 
@@ -68,22 +68,7 @@ async def names(client: Client) -> list[str]:
 async def raw_mcp(
     server: Server, headers: dict[str, str], url: str | None = None
 ) -> httpx2.Response:
-    body = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-11-25",
-            "capabilities": {},
-            "clientInfo": {"name": "raw", "version": "0"},
-        },
-    }
-    async with httpx2.AsyncClient() as http:
-        return await http.post(
-            url or server.mcp,
-            content=json.dumps(body),
-            headers={"Content-Type": "application/json", "Accept": "application/json", **headers},
-        )
+    return await post_initialize(url or server.mcp, headers)
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -298,3 +283,35 @@ async def test_a_session_opened_with_a_token_belongs_to_its_grant(
 
     assert opened.status_code == 200
     assert other.status_code in (403, 404)  # the session answers its opener only
+
+
+async def test_a_task_started_with_a_read_only_token_runs_nothing_and_is_its_grants(
+    server: Server, issue: Any, jp_root_dir: Any
+) -> None:
+    from task_clients import LegacySession
+
+    tokens = await issue(consent={"read_only": True})
+    bearer = {"Authorization": f"Bearer {tokens['access_token']}"}
+    async with httpx2.AsyncClient(headers=bearer, timeout=60) as http:
+        session = await LegacySession(http, server.mcp).open(listen=False)
+        try:
+            created = await session.call_as_task(
+                "run_command_on_background", {"command": "touch made-by-a-task"}
+            )
+            task_id = created["task"]["taskId"]
+            result = await session.result("tasks/result", {"taskId": task_id})
+        finally:
+            await session.close()
+    async with httpx2.AsyncClient(
+        headers={"Authorization": f"token {server.token}"}, timeout=60
+    ) as http:
+        other = await LegacySession(http, server.mcp).open(listen=False)
+        try:
+            unknown = await other.error("tasks/get", {"taskId": task_id})
+        finally:
+            await other.close()
+
+    assert result["isError"] is True
+    assert "read-only tools only" in result["content"][0]["text"]
+    assert not (jp_root_dir / "made-by-a-task").exists()
+    assert unknown["code"] != 0  # the Jupyter token's principal does not see the grant's task

@@ -359,26 +359,12 @@ class HubUser:
         await page.wait_for_url("**/callback?**", timeout=90000)
 
 
-@asynccontextmanager
-async def chromium_page() -> AsyncIterator[Any]:
-    if not os.path.exists(CHROMIUM):
-        skip_or_fail(f"{CHROMIUM} is missing (apt-get install chromium, or make test)")
-    from playwright.async_api import async_playwright
-
-    async with async_playwright() as playwright:
-        browser = await playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        try:
-            yield await browser.new_page()
-        finally:
-            await browser.close()
-
-
 @pytest.mark.browser
 @pytest.mark.parametrize("registration", ["metadata document", "dynamic"])
 async def test_an_oauth_client_signs_in_through_the_hub_and_uses_alices_tools(
     hub: Hub, registration: str
 ) -> None:
-    from oauth_client import ClientSite, MemoryTokens, sdk_oauth
+    from oauth_client import ClientSite, MemoryTokens, chromium_page, sdk_oauth
 
     home = hub.home("alice")
     (home / "oauth-notes.md").write_text("alice's notes for the connector\n")
@@ -519,51 +505,15 @@ def in_thread(coroutine: Any) -> Any:
 
 
 async def oauth_access_token(hub: Hub) -> str:
-    """An OAuth access token of alice's server: a client registers itself, alice allows it
-    (the consent page answered with her hub token instead of a browser), the code is
-    exchanged."""
-    from urllib.parse import urlencode
+    """An OAuth access token of alice's server (the consent answered with her hub token)."""
+    from oauth_client import ClientSite, grant_by_hand
 
-    from oauth_client import ClientSite, consent_with_token, pkce
-
-    base = hub.server_url("alice")
     site = ClientSite()
     try:
-        async with httpx2.AsyncClient(timeout=90) as http:
-            registered = await http.post(
-                f"{base}mcp/oauth/register",
-                json={
-                    "client_name": "Restart Test",
-                    "redirect_uris": [site.callback_url],
-                    "token_endpoint_auth_method": "none",
-                },
-            )
-            client_id = registered.json()["client_id"]
-            verifier, challenge = pkce()
-            query = {
-                "response_type": "code",
-                "client_id": client_id,
-                "redirect_uri": site.callback_url,
-                "state": "s",
-                "code_challenge": challenge,
-                "code_challenge_method": "S256",
-            }
-            authorize = f"{base}mcp/oauth/authorize?{urlencode(query)}"
-            await consent_with_token(authorize, hub.tokens["alice"])
-            code = (await site.next_callback())["code"]
-            tokens = await http.post(
-                f"{base}mcp/oauth/token",
-                data={
-                    "grant_type": "authorization_code",
-                    "code": code,
-                    "redirect_uri": site.callback_url,
-                    "client_id": client_id,
-                    "code_verifier": verifier,
-                },
-            )
-            return str(tokens.json()["access_token"])
+        tokens = await grant_by_hand(hub.server_url("alice"), hub.tokens["alice"], site)
     finally:
         site.close()
+    return str(tokens["access_token"])
 
 
 def test_clients_reconnect_after_the_hub_restarts_alices_server(

@@ -26,17 +26,6 @@ MODES = ["legacy", "auto"]
 
 
 @pytest.fixture
-def mcp_url(http_server: Any, http_server_port: tuple[Any, int], jp_base_url: str) -> str:
-    """The Streamable HTTP endpoint of the running test server."""
-    return f"http://127.0.0.1:{http_server_port[1]}{jp_base_url}mcp"
-
-
-@pytest.fixture
-def token(jp_serverapp: Any) -> str:
-    return jp_serverapp.identity_provider.token
-
-
-@pytest.fixture
 def connect(mcp_url: str, token: str):  # type: ignore[no-untyped-def]
     """``async with connect(mode, **client_options) as client``: an SDK client on ``/mcp``."""
 
@@ -174,7 +163,7 @@ async def test_every_surface_advertises_the_configured_result_window(
     for schema in schemas:
         end = schema["properties"]["resultEnd"]
         assert end["default"] == 500
-        assert "at most 500." in end["description"] and "8000" not in end["description"]
+        assert "at most resultStart+500." in end["description"] and "8000" not in end["description"]
     # … and that is the window a call gets.
     assert len(answer.content[0].text) == 500
     assert "resultStart=500" in answer.content[1].text

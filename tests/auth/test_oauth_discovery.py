@@ -8,35 +8,22 @@ under JupyterHub, where the host's root is the hub's). Jupyter's own token keeps
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import httpx2
 import pytest
-from conftest import Server
+from oauth_fixtures import Server, post_initialize
 from traitlets import TraitError
 
 from jupyter_mcp.app import JupyterMCP
 from jupyter_mcp.surfaces.base import not_authenticated_reason
 
-INITIALIZE = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-11-25",
-        "capabilities": {},
-        "clientInfo": {"name": "raw", "version": "0"},
-    },
-}
-HEADERS = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+ACCEPT = "application/json, text/event-stream"
 
 
 async def post_mcp(server: Server, headers: dict[str, str] | None = None) -> httpx2.Response:
-    async with httpx2.AsyncClient() as http:
-        return await http.post(
-            server.mcp, content=json.dumps(INITIALIZE), headers={**HEADERS, **(headers or {})}
-        )
+    headers = {"Accept": ACCEPT, **(headers or {})}
+    return await post_initialize(server.mcp, headers, accept=headers.pop("Accept"))
 
 
 async def get(url: str, **headers: str) -> httpx2.Response:
