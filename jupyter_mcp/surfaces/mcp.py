@@ -496,6 +496,7 @@ class MCPSurface:
             json_response=True if json_response else cast(bool, _PerRequestJSON()),
             security_settings=security,
             max_request_body_size=max_body_bytes or ctx.settings.max_body_bytes,
+            session_idle_timeout=ctx.settings.session_idle_timeout,
         )
         self._task: asyncio.Task[None] | None = None
         self._ready: asyncio.Event | None = None
