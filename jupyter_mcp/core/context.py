@@ -129,6 +129,9 @@ class Settings:
     #: Counted in characters of cached text (a character of ASCII text is a byte of the file).
     search_cache_bytes: int = 256 * 1024 * 1024
     code_timeout: float = 30.0
+    #: Seconds a legacy MCP session may go without a request before it is ended (the SDK's
+    #: default): a client that went away without ending its session leaves nothing for longer.
+    session_idle_timeout: float = 1800.0
     #: Seconds an MCP task and its result are kept after the task ended, at most.
     max_task_ttl: float = 3600.0
 

@@ -94,7 +94,7 @@ class DebugSession:
         self.exceptions = "none"
         self.ended: str | None = None
         self.client: Any = None
-        self._pid: Any = None
+        self._incarnation: Any = None
         self._seq = 0
         self._request_lock = asyncio.Lock()
         #: One action at a time changes what runs (run, moves, stop); inspecting may overlap.
@@ -132,7 +132,7 @@ class DebugSession:
     async def open(self, exceptions: str) -> None:
         """Connect, start or join the kernel's debugger, set breakpoints and exceptions."""
         manager = self.kernel.manager(self.ctx)
-        self._pid = managers.process_id(manager)
+        self._incarnation = managers.incarnation(manager)
         # A client of its own: the kernel's replies to it go to it alone (see new_client).
         self.client = managers.new_client(manager, own_session=True)
         try:
@@ -274,10 +274,10 @@ class DebugSession:
 
     async def _kernel_gone(self) -> str | None:
         try:
-            manager = managers.kernel_manager(self.ctx.serverapp).get_kernel(self.kernel.kernel_id)
+            manager = managers.kernel(self.ctx.serverapp, self.kernel.kernel_id)
         except KeyError:
             return "the kernel was shut down"
-        if managers.process_id(manager) != self._pid:
+        if managers.incarnation(manager) != self._incarnation:
             return "the kernel restarted"
         if managers.connection_lost(self.client):
             return "the kernel restarted or its connection closed"

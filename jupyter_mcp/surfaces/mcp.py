@@ -18,13 +18,14 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import contextvars
 import json
 import logging
 import re
 import warnings
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, cast
 
 import anyio
@@ -69,6 +70,10 @@ text block gives its total length and the resultStart to call again with (result
 resultStart <= {window}).
 - The active editor is the document focused in JupyterLab; editor tools need an open window.
 - A tool failure comes back as an isError result whose text says what to fix."""
+
+#: Legacy requests that stop when their client leaves (see ``MCPSurface.cancel_call``): those
+#: that may wait long, a tool call and the wait for a task's result.
+STOPPED_WHEN_LEFT = frozenset({"tools/call", "tasks/result"})
 
 #: Tools per ``tools/list`` page; clients follow ``nextCursor`` for the rest.
 DEFAULT_PAGE_SIZE = 100
@@ -477,6 +482,7 @@ class MCPSurface:
             origin=self._call_origin,
             answer=self._answer_call,
             server_info=lambda: self.server.server_info_stamp,
+            stopped_when_left=self.stopped_when_left,
         )
         self.tasks.install(self.server)
         self.server.tasks_capability = self.tasks.legacy_capability()
@@ -491,6 +497,7 @@ class MCPSurface:
             json_response=True if json_response else cast(bool, _PerRequestJSON()),
             security_settings=security,
             max_request_body_size=max_body_bytes or ctx.settings.max_body_bytes,
+            session_idle_timeout=ctx.settings.session_idle_timeout,
         )
         self._task: asyncio.Task[None] | None = None
         self._ready: asyncio.Event | None = None
@@ -566,7 +573,8 @@ class MCPSurface:
             _json_answer.reset(token)
 
     def cancel_call(self, session_id: str, request_id: Any, owner: Any = None) -> None:
-        """Stop the call ``request_id`` of legacy session ``session_id`` (its client left).
+        """Stop the request ``request_id`` of legacy session ``session_id`` (its client left):
+        a call, or another of :data:`STOPPED_WHEN_LEFT`.
 
         ``owner`` is the principal of the request that left (see ``session_owner``): only a
         call made by the same one is stopped, as the SDK only serves a session to its opener.
@@ -661,21 +669,13 @@ class MCPSurface:
         reporter_token = progress_reporter.set(progress.report if progress else None)
         sink_token = _call_log_sink.set(logs.record if logs else None)
         finished = False
-        # A legacy call whose client leaves is cancelled here (see cancel_call); a 2026-07-28
-        # one is cancelled by the SDK, which watches its connection.
-        session = _session_id(rctx)
-        key = None if session is None else (session, str(rctx.request_id))
         try:
-            with anyio.CancelScope() as scope:
-                if key is not None:
-                    self._calls[key] = (scope, _user(rctx))
+            with self.stopped_when_left(rctx) as scope:
                 answer = await self._answer_call(origin, name, dict(params.arguments or {}))
             if scope.cancelled_caught:
                 answer = error_result(f"{name} was stopped: the client went away")
             finished = True
         finally:
-            if key is not None:
-                self._calls.pop(key, None)
             progress_reporter.reset(reporter_token)
             _call_log_sink.reset(sink_token)
             for relay in (progress, logs):
@@ -685,6 +685,22 @@ class MCPSurface:
             if relay is not None:
                 await relay.close()
         return answer
+
+    @contextlib.contextmanager
+    def stopped_when_left(self, rctx: Any) -> Iterator[anyio.CancelScope]:
+        """A cancel scope around a legacy request that :meth:`cancel_call` cancels when its
+        client leaves (a 2026-07-28 request is cancelled by the SDK, which watches its
+        connection). For the requests of :data:`STOPPED_WHEN_LEFT`, which may wait long."""
+        session = _session_id(rctx)
+        key = None if session is None else (session, str(rctx.request_id))
+        with anyio.CancelScope() as scope:
+            if key is not None:
+                self._calls[key] = (scope, _user(rctx))
+            try:
+                yield scope
+            finally:
+                if key is not None:
+                    self._calls.pop(key, None)
 
     async def _answer_call(
         self, origin: CallOrigin, name: str, arguments: dict[str, Any]
