@@ -30,6 +30,7 @@ from notebook_files import answer_of, on_disk
 from process_table import descendants
 
 from jupyter_mcp.documents.notebook_view import cell_marker_lines, notebook_view
+from jupyter_mcp.kernels.managers import connected_client
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -418,6 +419,7 @@ async def test_a_gateway_that_goes_away_mid_run_ends_the_run_with_a_clear_error(
         # Then the run ends with what it had, long before its two minutes
         ended = await answer_of(client, "get_execution", executionId=execution, waitMs=60_000)
         assert ended["status"] == "error", ended
+        assert "The connection to the kernel closed" in ended["error"]
         assert ended["cells"][0]["outputs"][0]["text"].startswith("tick 0\n")
         # And what needs the gateway says it is not there, at once
         again = await answer_of(client, "execute_notebook_cells", pathInProject="away.ipynb")
@@ -450,3 +452,28 @@ async def test_a_restart_in_the_middle_of_a_run_ends_the_run_at_once(
             client, "execute_code_in_kernel", pathInProject="restart.ipynb", code="1"
         )
         assert after["status"] == "ok"
+
+
+async def test_a_gateway_kernel_busy_with_another_clients_cell_is_a_progress_indicator(
+    connect: Any, jp_root_dir: Path, jp_serverapp: Any
+) -> None:
+    write_code_notebook(jp_root_dir, "busy.ipynb", "1", ids=True)
+    async with connect() as client:
+        kernel = await answer_of(
+            client, "kernel_action", action="start", pathInProject="busy.ipynb"
+        )
+        # Given a cell of another client's (the user's JupyterLab, say) running in the kernel,
+        # which only the gateway sees
+        async with connected_client(jp_serverapp, kernel["kernelId"]) as user:
+            user.execute("import time; time.sleep(60)")
+            # Then the progress indicators show the kernel busy, as the gateway says it is
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + 60
+            while not [
+                i
+                for i in await answer_of(client, "get_progress_indicators")
+                if i.get("kernelId") == kernel["kernelId"] and "busy.ipynb" in i["title"]
+            ]:
+                assert loop.time() < deadline, "the busy kernel was never shown"
+                await asyncio.sleep(0.2)
+            await answer_of(client, "kernel_action", action="interrupt", pathInProject="busy.ipynb")
