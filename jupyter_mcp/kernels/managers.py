@@ -158,6 +158,22 @@ async def not_alive(manager: Any) -> str | None:
     return None if alive else "the kernel stopped"
 
 
+def process_groups(serverapp: Any) -> list[int]:
+    """The process groups of the server's kernels that run on this machine (none behind a
+    gateway), for ending them when the server exits without shutting them down."""
+    manager = getattr(serverapp, "kernel_manager", None)
+    if manager is None or behind_gateway(serverapp):
+        return []
+    groups = []
+    for kernel_id in list(manager.list_kernel_ids()):
+        with contextlib.suppress(Exception):  # gone meanwhile, or not a local process
+            provisioner = manager.get_kernel(kernel_id).provisioner
+            group = getattr(provisioner, "pgid", None) or getattr(provisioner, "pid", None)
+            if isinstance(group, int) and group > 1:
+                groups.append(group)
+    return groups
+
+
 async def is_alive(manager: Any) -> bool:
     """Whether the kernel still runs (False too when the gateway cannot be asked)."""
     return await not_alive(manager) is None

@@ -38,6 +38,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
+from ..auth.scopes import Access
 from ..core.context import ToolContext, progress_reporter
 from ..core.errors import ToolError
 from ..core.registry import TOOLSETS_HEADER, CallResult, Registry, Tool, request_toolsets
@@ -496,6 +497,7 @@ class MCPSurface:
             json_response=True if json_response else cast(bool, _PerRequestJSON()),
             security_settings=security,
             max_request_body_size=max_body_bytes or ctx.settings.max_body_bytes,
+            session_idle_timeout=ctx.settings.session_idle_timeout,
         )
         self._task: asyncio.Task[None] | None = None
         self._ready: asyncio.Event | None = None
@@ -623,7 +625,8 @@ class MCPSurface:
         self, rctx: Any, params: types.PaginatedRequestParams | None
     ) -> dict[str, Any]:
         offset = decode_cursor(params.cursor if params is not None else None)
-        visible = self.registry.visible(self.ctx, _toolsets(rctx))
+        toolsets, read_only = _narrowing(rctx)
+        visible = self.registry.visible(self.ctx, toolsets, read_only=read_only)
         if offset > len(visible):
             raise MCPError(types.INVALID_PARAMS, "Invalid cursor: past the end of the tool list")
         page = visible[offset : offset + self.page_size]
@@ -631,7 +634,11 @@ class MCPSurface:
         # In wire form, like call results (the SDK validates it on the way out): the envelope
         # (the caching fields of 2026-07-28 among them) from the SDK's model, the tools cached.
         answer = types.ListToolsResult(
-            tools=[], next_cursor=encode_cursor(following) if following < len(visible) else None
+            tools=[],
+            next_cursor=encode_cursor(following) if following < len(visible) else None,
+            # The list depends on who asks (an OAuth token's scopes, the chosen tool sets):
+            # never to be served from a cache shared with others.
+            cache_scope="private",
         ).model_dump(by_alias=True, mode="json", exclude_none=True)
         answer["tools"] = [self._wire_tool(t) for t in page]
         return answer
@@ -708,6 +715,7 @@ class MCPSurface:
                 always_window=True,
                 toolsets=origin.toolsets,
                 caller=origin.caller,
+                read_only=origin.read_only,
             )
         except ToolError as e:  # the registry turns every failure, bugs too, into one
             return error_result(str(e))
@@ -719,10 +727,12 @@ class MCPSurface:
         user = _user(rctx)
         legacy = rctx.protocol_version not in MODERN_PROTOCOL_VERSIONS
         meta = rctx.meta or {}
+        toolsets, read_only = _narrowing(rctx)
         return CallOrigin(
             protocol_version=rctx.protocol_version,
             principal=_principal_id(user),
-            toolsets=_toolsets(rctx),
+            toolsets=toolsets,
+            read_only=read_only,
             # Who pages through result windows: one session of one user (none without one).
             caller=None if session is None else (session, str(getattr(user, "username", user))),
             progress_token=(
@@ -868,6 +878,18 @@ def _standalone_notifier(session: Any) -> Callable[[], _Relay]:
 def _user(rctx: Any) -> Any:
     """The SDK user of the HTTP request behind ``rctx`` (see ``session_owner``)."""
     return getattr(getattr(rctx, "request", None), "scope", {}).get("user")
+
+
+def _narrowing(rctx: Any) -> tuple[frozenset[str] | None, bool]:
+    """The tool sets a request may use and whether only read-only tools: the connection's
+    choice (:func:`_toolsets`), within what its OAuth token allows (its principal's access)."""
+    toolsets = _toolsets(rctx)
+    access = getattr(_user(rctx), "access", None)
+    if not isinstance(access, Access):
+        return toolsets, False
+    if access.toolsets is not None:
+        toolsets = access.toolsets if toolsets is None else toolsets & access.toolsets
+    return toolsets, access.read_only
 
 
 def _principal_id(user: Any) -> str | None:
