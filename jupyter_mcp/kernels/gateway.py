@@ -203,12 +203,17 @@ class GatewayKernelConnection(GatewayKernelClient):
             router.join(timeout=ROUTER_JOIN)
 
     @property
+    def closed(self) -> bool:
+        """Whether the websocket closed: the kernel was shut down, or the gateway went away
+        (or this client stopped its channels)."""
+        router = self.response_router
+        return self._channels_stopped or (router is not None and not router.is_alive())
+
+    @property
     def lost(self) -> bool:
         """Whether the kernel this client connected to is gone for it: restarted by the
-        gateway, or the websocket closed (the kernel was shut down, the gateway went away)."""
-        router = self.response_router
-        closed = router is not None and not router.is_alive()
-        return self.restarted or self._channels_stopped or closed
+        gateway, or the websocket closed."""
+        return self.restarted or self.closed
 
     async def _async_is_alive(self) -> bool:
         # jupyter_client asks the kernel manager, whose local check needs a kernel process;
