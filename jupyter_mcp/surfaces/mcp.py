@@ -38,6 +38,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
+from ..auth.scopes import Access
 from ..core.context import ToolContext, progress_reporter
 from ..core.errors import ToolError
 from ..core.registry import CallResult, Registry, Tool
@@ -660,7 +661,8 @@ class MCPSurface:
         self, rctx: Any, params: types.PaginatedRequestParams | None
     ) -> dict[str, Any]:
         offset = decode_cursor(params.cursor if params is not None else None)
-        visible = self.registry.visible(self.ctx, _toolsets(rctx))
+        toolsets, read_only = _narrowing(rctx)
+        visible = self.registry.visible(self.ctx, toolsets, read_only=read_only)
         if offset > len(visible):
             raise MCPError(types.INVALID_PARAMS, "Invalid cursor: past the end of the tool list")
         page = visible[offset : offset + self.page_size]
@@ -668,7 +670,11 @@ class MCPSurface:
         # In wire form, like call results (the SDK validates it on the way out): the envelope
         # (the caching fields of 2026-07-28 among them) from the SDK's model, the tools cached.
         answer = types.ListToolsResult(
-            tools=[], next_cursor=encode_cursor(following) if following < len(visible) else None
+            tools=[],
+            next_cursor=encode_cursor(following) if following < len(visible) else None,
+            # The list depends on who asks (an OAuth token's scopes, the chosen tool sets):
+            # never to be served from a cache shared with others.
+            cache_scope="private",
         ).model_dump(by_alias=True, mode="json", exclude_none=True)
         views = self._shows_views(rctx)
         answer["tools"] = [self._wire_tool(t, views) for t in page]
@@ -757,6 +763,7 @@ class MCPSurface:
                 always_window=True,
                 toolsets=origin.toolsets,
                 caller=origin.caller,
+                read_only=origin.read_only,
             )
         except ToolError as e:  # the registry turns every failure, bugs too, into one
             return error_result(str(e))
@@ -787,10 +794,12 @@ class MCPSurface:
         user = _user(rctx)
         legacy = rctx.protocol_version not in MODERN_PROTOCOL_VERSIONS
         meta = rctx.meta or {}
+        toolsets, read_only = _narrowing(rctx)
         return CallOrigin(
             protocol_version=rctx.protocol_version,
             principal=_principal_id(user),
-            toolsets=_toolsets(rctx),
+            toolsets=toolsets,
+            read_only=read_only,
             # Who pages through result windows: one session of one user (none without one).
             caller=None if session is None else (session, str(getattr(user, "username", user))),
             progress_token=(
@@ -937,6 +946,18 @@ def _standalone_notifier(session: Any) -> Callable[[], _Relay]:
 def _user(rctx: Any) -> Any:
     """The SDK user of the HTTP request behind ``rctx`` (see ``session_owner``)."""
     return getattr(getattr(rctx, "request", None), "scope", {}).get("user")
+
+
+def _narrowing(rctx: Any) -> tuple[frozenset[str] | None, bool]:
+    """The tool sets a request may use and whether only read-only tools: the connection's
+    choice (:func:`_toolsets`), within what its OAuth token allows (its principal's access)."""
+    toolsets = _toolsets(rctx)
+    access = getattr(_user(rctx), "access", None)
+    if not isinstance(access, Access):
+        return toolsets, False
+    if access.toolsets is not None:
+        toolsets = access.toolsets if toolsets is None else toolsets & access.toolsets
+    return toolsets, access.read_only
 
 
 def _principal_id(user: Any) -> str | None:
