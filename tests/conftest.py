@@ -4,13 +4,18 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from typing import Any
 
+import httpx2
 import pytest
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
 from server_configs import server_config
 
-pytest_plugins = ["pytest_jupyter.jupyter_server"]
+# lab_windows: scripted JupyterLab windows on the lab socket (the bridge, open_window fixtures).
+pytest_plugins = ["pytest_jupyter.jupyter_server", "lab_windows"]
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
@@ -51,6 +56,35 @@ def jp_server_config() -> dict[str, Any]:
 def mcp_app(jp_serverapp: Any) -> Any:
     """The running ``JupyterMCP`` extension app."""
     return jp_serverapp.extension_manager.extension_apps["jupyter_mcp"].copy().pop()
+
+
+@pytest.fixture
+def mcp_url(http_server: Any, http_server_port: tuple[Any, int], jp_base_url: str) -> str:
+    """The Streamable HTTP endpoint (standard MCP) of the running test server."""
+    return f"http://127.0.0.1:{http_server_port[1]}{jp_base_url}mcp"
+
+
+@pytest.fixture
+def token(jp_serverapp: Any) -> str:
+    """The test server's token."""
+    return str(jp_serverapp.identity_provider.token)
+
+
+@pytest.fixture
+def connect(mcp_url: str, token: str):  # type: ignore[no-untyped-def]
+    """``async with connect(mode, **client_options) as client``: an official SDK client on
+    ``/mcp`` (``mode`` ``legacy``: the 2025 handshake; ``auto``: 2026-07-28 with this server).
+    ``query`` is added to the URL (``query="toolsets=files"``)."""
+
+    @asynccontextmanager
+    async def _connect(mode: str, *, query: str = "", **options: Any) -> AsyncIterator[Client]:
+        async with httpx2.AsyncClient(headers={"Authorization": f"token {token}"}) as http:
+            url = f"{mcp_url}?{query}" if query else mcp_url
+            transport = streamable_http_client(url, http_client=http)
+            async with Client(transport, mode=mode, **options) as client:
+                yield client
+
+    return _connect
 
 
 Caller = Callable[..., Awaitable[dict[str, Any]]]

@@ -442,7 +442,7 @@ class LiveNotebooks:
         self.bridge = bridge
         self.files = files if files is not None else FileNotebooks(ctx)
 
-    async def open(self, path: Path, shown: str) -> NotebookDocument:
+    async def open(self, path: Path, shown: str, *, create: bool = True) -> NotebookDocument:
         serverapp = self.ctx.serverapp
         extension = collaboration(serverapp) if serverapp is not None else None
         lab_path = api_path(self.ctx, path) if serverapp is not None else ""
@@ -465,7 +465,11 @@ class LiveNotebooks:
             return doc
         if extension is not None:
             ydoc = await extension.get_document(
-                path=lab_path, content_type="notebook", file_format="json", copy=False, create=True
+                path=lab_path,
+                content_type="notebook",
+                file_format="json",
+                copy=False,
+                create=create,
             )
             if ydoc is not None:
                 return SharedNotebook(self.ctx, ydoc, path, shown)

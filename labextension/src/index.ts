@@ -3,7 +3,8 @@
  *
  * One plugin keeps this window linked to the server (`connection.ts`), reports and edits the
  * active editor (`editor.ts`), lists and runs commands (`actions.ts`), asks for approvals
- * (`dialogs.ts`) and shows what agents do (`activity.ts`) and mirrors breakpoints in the debugger (`breakpoints.ts`).
+ * (`dialogs.ts`) and shows what agents do (`activity.ts`) and mirrors breakpoints in the debugger (`breakpoints.ts`);
+ * it reports the changes of the documents it shows (`changes.ts`).
  */
 import {
   ILabShell,
@@ -18,6 +19,7 @@ import { IStatusBar } from '@jupyterlab/statusbar';
 import { commandHandlers } from './actions';
 import { ActivityPanel, MCPStatus } from './activity';
 import { BreakpointSync } from './breakpoints';
+import { DocumentChanges } from './changes';
 import { LabSocket } from './connection';
 import { Approvals } from './dialogs';
 import { ActiveEditor } from './editor';
@@ -48,7 +50,14 @@ const plugin: JupyterFrontEndPlugin<void> = {
     debuggerService: IDebugger | null
   ): void => {
     const connection = new LabSocket(app.serviceManager.serverSettings);
-    const editor = new ActiveEditor(app, connection, notebooks, editors);
+    const changes = new DocumentChanges(connection, notebooks, editors);
+    const editor = new ActiveEditor(
+      app,
+      connection,
+      notebooks,
+      editors,
+      changes
+    );
     const approvals = new Approvals(connection);
     const liveNotebooks = new LiveNotebooks(notebooks);
     // Every request of protocol.json needs an answer here, or this does not compile.
