@@ -12,6 +12,7 @@ import httpx2
 import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import MCP_DEFAULT_SSE_READ_TIMEOUT, MCP_DEFAULT_TIMEOUT
 from server_configs import server_config
 
 # lab_windows: scripted JupyterLab windows on the lab socket (the bridge, open_window fixtures).
@@ -78,7 +79,11 @@ def connect(mcp_url: str, token: str):  # type: ignore[no-untyped-def]
 
     @asynccontextmanager
     async def _connect(mode: str, *, query: str = "", **options: Any) -> AsyncIterator[Client]:
-        async with httpx2.AsyncClient(headers={"Authorization": f"token {token}"}) as http:
+        # The SDK's own timeouts: an event stream may stay quiet for minutes (httpx's 5 s
+        # would drop a quiet GET stream, and with it every notification, after two tries).
+        timeout = httpx2.Timeout(MCP_DEFAULT_TIMEOUT, read=MCP_DEFAULT_SSE_READ_TIMEOUT)
+        headers = {"Authorization": f"token {token}"}
+        async with httpx2.AsyncClient(headers=headers, timeout=timeout) as http:
             url = f"{mcp_url}?{query}" if query else mcp_url
             transport = streamable_http_client(url, http_client=http)
             async with Client(transport, mode=mode, **options) as client:

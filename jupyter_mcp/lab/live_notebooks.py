@@ -441,6 +441,19 @@ class LiveNotebooks:
         self.ctx = ctx
         self.bridge = bridge
         self.files = files if files is not None else FileNotebooks(ctx)
+        self._shared_listeners: list[Callable[[str, Any], None]] = []
+
+    def add_shared_listener(self, listener: Callable[[str, Any], None]) -> None:
+        """Tell ``listener`` of each shared document a tool opens (its server path and the
+        document), before the tool changes it."""
+        self._shared_listeners.append(listener)
+
+    def _opened_shared(self, lab_path: str, ydoc: Any) -> None:
+        for listener in list(self._shared_listeners):
+            try:
+                listener(lab_path, ydoc)
+            except Exception:  # a listener must never fail the tool
+                self.ctx.log.exception("jupyter_mcp: a shared-document listener failed")
 
     async def open(self, path: Path, shown: str, *, create: bool = True) -> NotebookDocument:
         serverapp = self.ctx.serverapp
@@ -460,6 +473,7 @@ class LiveNotebooks:
                 )
             if ydoc is None:
                 raise
+            self._opened_shared(lab_path, ydoc)
             return SharedNotebook(self.ctx, ydoc, path, shown)
         if serverapp is None:
             return doc
@@ -472,6 +486,7 @@ class LiveNotebooks:
                 create=create,
             )
             if ydoc is not None:
+                self._opened_shared(lab_path, ydoc)
                 return SharedNotebook(self.ctx, ydoc, path, shown)
         window = self._window_showing(path)
         if window is not None and self.bridge is not None:

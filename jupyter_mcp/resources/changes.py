@@ -52,6 +52,8 @@ class _Write:
     #: The file's stamp once written; None while the write is under way.
     stamp: Stamp | None
     at: float
+    #: Whether a shared document's reload from the file was put down to it already.
+    claimed: bool = False
 
 
 class WriteLog:
@@ -93,6 +95,24 @@ class WriteLog:
         return (
             write is not None and write.stamp is None and time.monotonic() - write.at < WRITE_GRACE
         )
+
+    def claim(self, path: str) -> Actor | None:
+        """The actor of the tool write that a shared document's reload of ``path`` comes
+        from: the last write, if the file still has its stamp and it was recent; each write is
+        claimed once (the reload is one change; the user's typing after it is the user's)."""
+        stamp = stamp_of(path)
+        with self._lock:
+            write = self._writes.get(path)
+            if (
+                write is None
+                or write.claimed
+                or write.stamp is None
+                or write.stamp != stamp
+                or time.monotonic() - write.at > 2 * WRITE_GRACE
+            ):
+                return None
+            write.claimed = True
+            return write.actor
 
     def author(self, path: str, stamp: Stamp | None) -> Actor | None:
         """The actor whose write left ``path`` with ``stamp``, or None (someone else's)."""
@@ -319,9 +339,18 @@ class SharedDocuments:
     listeners, with the session whose tool call made it when one did.
     """
 
-    def __init__(self, serverapp: Any, extension: Any) -> None:
+    def __init__(
+        self,
+        serverapp: Any,
+        extension: Any,
+        writes: WriteLog | None = None,
+        real_path: Callable[[str], str] | None = None,
+    ) -> None:
         self.serverapp = serverapp
         self.extension = extension
+        #: Tool writes of files, which a room reloads from the file (as a change of nobody's).
+        self.writes = writes
+        self._real_path = real_path
         # api path -> listeners; api path -> (document, subscription)
         self._listeners: dict[str, list[Callable[[Actor | None], None]]] = {}
         self._observed: dict[str, tuple[Any, Any]] = {}
@@ -365,15 +394,26 @@ class SharedDocuments:
             with contextlib.suppress(Exception):  # the schema not registered: rooms not told
                 logger.add_listener(schema_id=COLLABORATION_EVENTS, listener=self._room_event)
 
-    async def _room_event(self, _logger: Any, _schema: str, data: dict[str, Any]) -> None:
-        path = str(data.get("path") or "").lstrip("/")
-        if path not in self._listeners:
-            return
-        action = data.get("action")
-        if action in ("initialize", "load", "overwrite"):
-            await self._attach(path)
-        elif action == "clean":
-            self._detach(path)
+    async def _room_event(self, logger: Any, schema_id: str, data: dict[str, Any]) -> None:
+        # jupyter_events calls listeners with these keywords, and a listener that raises
+        # would fail the room's start: nothing escapes from here.
+        try:
+            path = str(data.get("path") or "").lstrip("/")
+            if path not in self._listeners:
+                return
+            action = data.get("action")
+            if action in ("initialize", "load", "overwrite"):
+                await self._attach(path)
+            elif action == "clean":
+                self._detach(path)
+        except Exception:
+            log.exception("resource subscriptions: a room event was not followed")
+
+    def opened(self, api_path: str, document: Any) -> None:
+        """A tool opened the shared document of ``api_path``: observe it now, before the tool
+        changes it (the room's own start is told a moment later)."""
+        if api_path in self._listeners:
+            self._observe(api_path, document)
 
     def _attach_soon(self, api_path: str) -> None:
         task = asyncio.get_running_loop().create_task(self._attach(api_path))
@@ -394,6 +434,9 @@ class SharedDocuments:
             return
         if document is None or api_path not in self._listeners:
             return
+        self._observe(api_path, document)
+
+    def _observe(self, api_path: str, document: Any) -> None:
         observed = self._observed.get(api_path)
         if observed is not None:
             if observed[0] is document:
@@ -411,10 +454,17 @@ class SharedDocuments:
             with contextlib.suppress(Exception):
                 observed[0].ydoc.unobserve(observed[1])
 
+    def observing(self, api_path: str) -> bool:
+        """Whether the shared document of ``api_path`` is observed (its room is open)."""
+        return api_path in self._observed
+
     def _changed(self, api_path: str) -> None:
         # Called inside the document's transaction, in the context of whoever made it: a tool
-        # call's change runs with that call's actor.
+        # call's change runs with that call's actor. A reload from the file a tool wrote runs
+        # in the room's own task: it is put down to the writer.
         author = acting()
+        if author is None and self.writes is not None and self._real_path is not None:
+            author = self.writes.claim(self._real_path(api_path))
         for listener in list(self._listeners.get(api_path, ())):
             try:
                 listener(author)
@@ -450,7 +500,9 @@ class KernelActivity:
                 client.start_channels(shell=False, iopub=True, stdin=False, hb=False, control=False)
             )
             running: set[str] = set()
-            heard = False  # a kernel that just started says "starting" first: no change yet
+            # A kernel starting says "starting" once it is up: a change only when it had been
+            # up (busy or idle) before, so a restart (its variables gone), not the first start.
+            up = False
             while True:
                 try:
                     msg = await client.get_iopub_msg(timeout=1)
@@ -465,10 +517,12 @@ class KernelActivity:
                     if state == "idle" and parent in running:
                         running.discard(parent)
                         self.changed()
-                    elif state == "starting" and heard:  # restarted: its variables are gone
+                    elif state == "starting" and up:
                         running.clear()
+                        up = False
                         self.changed()
-                heard = True
+                    elif state in ("busy", "idle"):
+                        up = True
                 if len(running) > 1000:  # inputs whose end was never seen (a dead kernel)
                     running.clear()
         except asyncio.CancelledError:

@@ -22,6 +22,7 @@ import contextlib
 import hashlib
 import json
 import mimetypes
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -41,7 +42,7 @@ from ..kernels import introspection
 from ..kernels.outputs import images_of
 from ..kernels.sessions import api_path, find_notebook_kernel
 from ..lab.editor import DocumentChange, EditorBridge
-from ..lab.live_notebooks import collaboration
+from ..lab.live_notebooks import LiveNotebooks, collaboration
 from ..lab.notebooks import cell_object, notebook_cells
 from .changes import FileWatcher, KernelActivity, SharedDocuments, WriteLog, log
 from .registry import (
@@ -68,6 +69,8 @@ BACKING_TOOL: dict[Kind, str] = {
 LISTING_POLL = 1.0
 #: Seconds between two looks at which kernel each watched notebook has.
 KERNEL_POLL = 1.0
+#: Seconds between two reads of a watched file whose changes do not say what they touched.
+CHECK_INTERVAL = 0.1
 
 _TEMPLATE_INFO: dict[Kind, tuple[str, str, str, str]] = {
     # kind: name, title, description, mimeType
@@ -487,10 +490,10 @@ class ProjectResources(ResourceProvider):
         if watched is None:
             watched = self._watched[path] = self._start(path)
         watched.uris[uri] = (ref, changed)
-        if ref.kind in ("cell", "output"):
-            # What it is now: the changes that cannot say which cells they touched are told
-            # to the cells whose content then differs.
-            watched.prints[uri] = _print_of(await self._quiet_snapshot(watched), ref)
+        if self._printed(watched, ref):
+            # What it is now: a change that cannot say what it touched (the file rewritten, a
+            # shared document's transaction) is told to the resources whose content differs.
+            watched.prints[uri] = await self._print(watched, ref)
         if ref.kind == "variables":
             await self._follow_kernel(watched)
             if self._kernels is None or self._kernels.done():
@@ -514,7 +517,7 @@ class ProjectResources(ResourceProvider):
         api = api_path(self.ctx, path) if self.ctx.serverapp is not None else shown
         watched = _Watched(path, shown, api)
         watched.stops.append(
-            self.files.watch(path, lambda author: self._file_changed(path, author))
+            self.files.watch(path, lambda author: self._disk_changed(path, author))
         )
         shared = self._shared_documents()
         if shared is not None:
@@ -535,7 +538,15 @@ class ProjectResources(ResourceProvider):
         if self._shared is None and self.ctx.serverapp is not None:
             extension = collaboration(self.ctx.serverapp)
             if extension is not None:
-                self._shared = SharedDocuments(self.ctx.serverapp, extension)
+                self._shared = SharedDocuments(
+                    self.ctx.serverapp,
+                    extension,
+                    self.writes,
+                    lambda api: os.path.realpath(self.ctx.root_dir / api),
+                )
+                notebooks = self.ctx.services.notebooks
+                if isinstance(notebooks, LiveNotebooks):
+                    notebooks.add_shared_listener(self._shared.opened)
         return self._shared
 
     # -- changes -> URIs ---------------------------------------------------------------------
@@ -547,15 +558,37 @@ class ProjectResources(ResourceProvider):
         for author in authors or {None}:
             entry[1](Change(uri, author))
 
+    def _disk_changed(self, path: Path, author: Actor | None) -> None:
+        """The file changed on disk: a change, unless its shared document is open (which
+        tells every change itself, a reload from the file included; its own saves change
+        nothing)."""
+        watched = self._watched.get(path)
+        if watched is None:
+            return
+        if self._shared is not None and self._shared.observing(watched.api):
+            return
+        self._file_changed(path, author)
+
     def _file_changed(self, path: Path, author: Actor | None) -> None:
-        """The file changed on disk or in its shared document (which cells, it cannot say)."""
+        """The file changed on disk or in its shared document, which cannot say what changed:
+        its watched resources are read again (see :meth:`_check`); a plain file on disk has
+        changed when its stamp has (the watcher saw to that)."""
         watched = self._watched.get(path)
         if watched is None:
             return
         for uri, (ref, _) in list(watched.uris.items()):
-            if ref.kind in ("file", "notebook"):
+            if ref.kind in ("file", "notebook") and not self._printed(watched, ref):
                 self._tell(watched, uri, {author})
-        self._check_cells(watched, {author})
+        self._check(watched, {author})
+
+    def _printed(self, watched: _Watched, ref: ResourceURI) -> bool:
+        """Whether changes of ``ref`` are told by comparing what it reads (its fingerprint):
+        everything of a notebook, and a plain file open in a shared document."""
+        if ref.kind == "variables":
+            return False
+        if ref.kind != "file" or is_notebook(watched.path):
+            return True
+        return self._shared_documents() is not None
 
     def _window_changed(self, change: DocumentChange) -> None:
         """A window reports a change of a document it shows (before it is saved)."""
@@ -568,6 +601,9 @@ class ProjectResources(ResourceProvider):
         watched = self._watched.get(path)
         if watched is None:
             return
+        # The window says which cells changed: no need to read them (the window is never
+        # asked here). What it reports is the live document, not the file: the fingerprints,
+        # taken of the file, stay as they are.
         authors = set(change.authors)
         for uri, (ref, _) in list(watched.uris.items()):
             if ref.kind == "notebook" or (ref.kind == "file" and change.sources):
@@ -576,28 +612,50 @@ class ProjectResources(ResourceProvider):
                 if ref.cell_id in change.cells:
                     self._tell(watched, uri, authors)
         if change.cells is None:
-            self._check_cells(watched, authors)
+            for uri, (ref, _) in list(watched.uris.items()):
+                if ref.kind in ("cell", "output"):
+                    self._tell(watched, uri, authors)
 
-    def _check_cells(self, watched: _Watched, authors: set[Actor | None]) -> None:
-        """Read the notebook again and tell the watched cells and outputs that differ."""
-        if not any(ref.kind in ("cell", "output") for ref, _ in watched.uris.values()):
+    def _check(self, watched: _Watched, authors: set[Actor | None]) -> None:
+        """Read the watched resources again and tell those whose content differs."""
+        if not any(self._printed(watched, ref) for ref, _ in watched.uris.values()):
             return
         watched.check_authors |= authors
         if watched.checking is None or watched.checking.done():
-            watched.checking = asyncio.get_running_loop().create_task(self._cells_check(watched))
+            watched.checking = asyncio.get_running_loop().create_task(self._checks(watched))
 
-    async def _cells_check(self, watched: _Watched) -> None:
-        # Changes that come while a check reads the notebook are seen by the next round.
+    async def _checks(self, watched: _Watched) -> None:
+        # Changes that come while a check reads are seen by the next round; rounds are at
+        # least CHECK_INTERVAL apart, so a stream of keystrokes costs a few reads a second.
         while watched.check_authors:
             authors, watched.check_authors = watched.check_authors, set()
-            nb = await self._quiet_snapshot(watched)
+            notebook = is_notebook(watched.path)
+            nb = await self._quiet_snapshot(watched) if notebook else None
+            text = None if notebook else await self._quiet_text(watched)
             for uri, (ref, _) in list(watched.uris.items()):
-                if ref.kind not in ("cell", "output"):
+                if not self._printed(watched, ref):
                     continue
-                now = _print_of(nb, ref)
+                now = _print_of(nb, ref, watched.shown) if notebook else _fingerprint(text)
                 if watched.prints.get(uri) != now:
                     watched.prints[uri] = now
                     self._tell(watched, uri, authors)
+            await asyncio.sleep(CHECK_INTERVAL)
+
+    async def _print(self, watched: _Watched, ref: ResourceURI) -> str:
+        if is_notebook(watched.path):
+            return _print_of(await self._quiet_snapshot(watched), ref, watched.shown)
+        return _fingerprint(await self._quiet_text(watched))
+
+    async def _quiet_text(self, watched: _Watched) -> str | None:
+        """A plain file's text as a reader sees it (its shared document's, else the file's)."""
+        live = await self._live_text(watched.path)
+        if live is not None:
+            return live
+        try:
+            data = await asyncio.to_thread(read_file_bytes, self.ctx, watched.path, watched.shown)
+        except (ToolError, OSError):
+            return None
+        return data.decode("utf-8", "replace")
 
     async def _quiet_snapshot(self, watched: _Watched) -> dict[str, Any] | None:
         """The notebook as the changes that cannot name their cells leave it: its shared
@@ -766,15 +824,28 @@ def _picture(cell: dict[str, Any], ref: ResourceURI, uri: str, shown: str) -> Co
     return types.BlobResourceContents(uri=uri, mime_type=images[0].mime_type, blob=images[0].data)
 
 
-def _print_of(nb: dict[str, Any] | None, ref: ResourceURI) -> str:
-    """What the watched cell or output is now, as a fingerprint ("" when it is not there)."""
+def _print_of(nb: dict[str, Any] | None, ref: ResourceURI, shown: str) -> str:
+    """What a resource of a notebook reads now, as a fingerprint ("" when it is not there):
+    the file view's cells, the notebook's cells as the resource gives them, one cell, one
+    output. Positions (a cell's index) are left out: a cell moved by others is not changed."""
     if nb is None:
         return ""
-    cell = next((c for c in nb.get("cells", []) if c.get("id") == ref.cell_id), None)
+    cells = nb.get("cells", [])
+    if ref.kind == "file":
+        return _fingerprint([(c.get("cell_type"), c.get("source")) for c in cells])
+    if ref.kind == "notebook":
+        return _fingerprint([_cell_print(c, shown) for c in cells])
+    cell = next((c for c in cells if c.get("id") == ref.cell_id), None)
     if cell is None:
         return ""
     if ref.kind == "output":
         outputs = cell.get("outputs") or []
         index = ref.index or 0
-        return _fingerprint(outputs[index]) if index < len(outputs) else ""
-    return _fingerprint(cell)
+        return _fingerprint(images_of([outputs[index]])) if index < len(outputs) else ""
+    return _fingerprint(_cell_print(cell, shown))
+
+
+def _cell_print(cell: dict[str, Any], shown: str) -> dict[str, Any]:
+    found = cell_object(cell, 0, shown=shown)
+    found.pop("index", None)
+    return found

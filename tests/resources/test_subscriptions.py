@@ -25,7 +25,10 @@ import pytest
 from lab_windows import until
 from mcp import MCPError
 from mcp.shared.exceptions import MCPDeprecationWarning
+from notebook_files import on_disk
+from server_configs import collaboration_installed
 
+from jupyter_mcp.lab.live_notebooks import collaboration as collaboration_extension
 from jupyter_mcp.resources.subscriptions import THROTTLE, Subscriber
 
 pytestmark = pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")
@@ -355,14 +358,18 @@ async def test_a_thousand_subscriptions_on_one_connection(connect, jp_root_dir, 
     for n in range(1000):
         (jp_root_dir / f"f{n:04d}.txt").write_text("0\n")
     uris = [f"jupyter-mcp://file/f{n:04d}.txt" for n in range(1000)]
+    started = time.monotonic()
     async with session(connect, *uris) as (client, heard):
+        print(f"1000 subscribe requests took {time.monotonic() - started:.1f} s")
         assert hub(mcp_app).watched == 1000
         (jp_root_dir / "f0500.txt").write_text("1\n")
         await heard.until(lambda: heard.of(uris[500]))
         await asyncio.sleep(QUIET)
         assert [u for _, u in heard.updates] == [uris[500]]
     async with connect("auto") as modern:
+        started = time.monotonic()
         async with modern.listen(resource_subscriptions=uris) as stream:
+            print(f"a listen stream of 1000 resources opened in {time.monotonic() - started:.1f} s")
             assert len(stream.honored.resource_subscriptions) == 1000
             (jp_root_dir / "f0999.txt").write_text("1\n")
             assert (await first_event(stream)).uri == uris[999]
@@ -401,3 +408,65 @@ async def test_a_subscriber_that_never_reads_holds_one_entry_per_subscription(mc
         the_hub.remove(subscriber)
         runner.cancel()
     assert subscriber.waiting == 0
+
+
+# --- jupyter-collaboration: the shared document ------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "collaboration",
+    [
+        pytest.param(
+            True,
+            marks=pytest.mark.skipif(
+                not collaboration_installed(), reason="jupyter-collaboration is not installed"
+            ),
+        )
+    ],
+    ids=["collaboration"],
+)
+async def test_the_shared_document_tells_every_change_but_a_sessions_own(
+    connect, jp_root_dir, jp_serverapp, collaboration
+):
+    path = jp_root_dir / "shared.ipynb"
+    first, second = code_notebook(path, "a = 1", "b = 2")
+    notebook = "jupyter-mcp://notebook/shared.ipynb"
+    cell = "jupyter-mcp://notebook/shared.ipynb/cell/{}"
+    async with session(connect, notebook, cell.format(first), cell.format(second)) as (
+        agent,
+        agent_heard,
+    ):
+        async with session(connect, notebook, cell.format(first)) as (_, other_heard):
+            # When the agent edits the first cell (through the shared document)
+            edit = await agent.call_tool(
+                "edit_notebook_cell",
+                {"pathInProject": "shared.ipynb", "cellId": first, "source": "a = 10"},
+            )
+            assert not edit.is_error, edit.content[0].text
+            # Then the other session hears of the notebook and that cell ...
+            await other_heard.until(
+                lambda: other_heard.of(notebook) and other_heard.of(cell.format(first))
+            )
+            # ... and the agent of nothing, not even when the room saves its edit to the file
+            await on_disk(path, lambda nb: nb.cells[0].source == "a = 10")
+            await asyncio.sleep(QUIET)
+            assert agent_heard.updates == []
+            # When a user types in the second cell (a change of the shared document that no
+            # tool call made, as a window's keystroke arriving over its websocket)
+            extension = collaboration_extension(jp_serverapp)
+            document = await extension.get_document(
+                path="shared.ipynb", content_type="notebook", file_format="json", copy=False
+            )
+            typed = time.monotonic()
+            source = document.ycells[1]["source"]
+            source.insert(len(str(source)), "0")
+            # Then the agent is told of the notebook and of that cell, not of the first
+            await agent_heard.until(
+                lambda: agent_heard.of(notebook) and agent_heard.of(cell.format(second))
+            )
+            told = agent_heard.of(cell.format(second))[0] - typed
+            print(f"shared-document keystroke told after {told * 1000:.0f} ms")
+            await asyncio.sleep(QUIET)
+            assert agent_heard.of(cell.format(first)) == []
+            read = await agent.read_resource(cell.format(second))
+            assert '"source": "b = 20"' in read.contents[0].text
