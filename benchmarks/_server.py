@@ -11,6 +11,7 @@ import secrets
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -54,8 +55,11 @@ class Server:
 
 
 @contextlib.contextmanager
-def jupyter_server(root: Path, *extra: str) -> Iterator[Server]:
-    """Start ``jupyter server`` on ``root`` and stop it afterwards."""
+def jupyter_server(
+    root: Path, *extra: str, extensions: dict[str, bool] | None = None
+) -> Iterator[Server]:
+    """Start ``jupyter server`` on ``root`` and stop it afterwards (``extensions``: server
+    extensions to turn on or off besides jupyter_mcp)."""
     port, token = free_port(), secrets.token_hex(16)
     env = {**os.environ, "JUPYTER_TOKEN": token}
     cmd = [
@@ -67,11 +71,13 @@ def jupyter_server(root: Path, *extra: str) -> Iterator[Server]:
         f"--port={port}",
         "--ServerApp.ip=127.0.0.1",
         f"--ServerApp.root_dir={root}",
-        "--ServerApp.jpserver_extensions={'jupyter_mcp': True}",
+        f"--ServerApp.jpserver_extensions={ {'jupyter_mcp': True, **(extensions or {})}!r}",
         "--log-level=WARN",
         *extra,
     ]
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    # The log goes to a file: a pipe nobody reads would fill and stop the server mid-run.
+    log = tempfile.TemporaryFile()
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=log)
     server = Server(root, port, token, proc)
     try:
         deadline = time.monotonic() + 60
@@ -84,13 +90,16 @@ def jupyter_server(root: Path, *extra: str) -> Iterator[Server]:
             except OSError:
                 pass
             if proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(
-                    "jupyter server did not start: " + proc.stderr.read().decode()[-2000:]
-                )
+                log.seek(0)
+                raise RuntimeError("jupyter server did not start: " + log.read().decode()[-2000:])
             time.sleep(0.2)
         yield server
     finally:
         _stop(proc)
+        if os.environ.get("BENCH_SERVER_LOG"):
+            log.seek(0)
+            sys.stderr.write(log.read().decode()[-int(os.environ["BENCH_SERVER_LOG"]) :])
+        log.close()
 
 
 @contextlib.contextmanager

@@ -5,8 +5,9 @@
  * Each report names the document, the notebook cells that changed (source, type, outputs,
  * execution count, metadata; inserted, moved and deleted ones) and whether the text may have
  * changed; and who made it: the ids of the server's requests (or reload notices) this window
- * was applying, or the user. Reports of one document are gathered for a short while, so a
- * burst of keystrokes is one report.
+ * was applying, or the user. The first change of a document is reported at once; those that
+ * follow within a short while are gathered into one report at its end, so a burst of
+ * keystrokes costs a few reports a second.
  */
 import type { CellChange, ISharedCell, NotebookChange } from '@jupyter/ydoc';
 import { IEditorTracker } from '@jupyterlab/fileeditor';
@@ -39,7 +40,6 @@ interface IPending {
   sources: boolean;
   origins: Set<number>;
   user: boolean;
-  timer: number;
 }
 
 /**
@@ -154,8 +154,7 @@ export class DocumentChanges {
         cells: kind === 'notebook' ? new Set() : null,
         sources: false,
         origins: new Set(),
-        user: false,
-        timer: window.setTimeout(() => this._report(path), REPORT_DELAY_MS)
+        user: false
       };
       this._pending.set(path, pending);
     }
@@ -170,14 +169,29 @@ export class DocumentChanges {
     } else {
       pending.user = true;
     }
+    if (!this._timers.has(path)) {
+      // The model's signals come in the change's own turn: report once they all came.
+      window.setTimeout(() => this._report(path), 0);
+    }
   }
 
   private _report(path: string): void {
     const pending = this._pending.get(path);
-    this._pending.delete(path);
+    if (this._timers.has(path) && pending) {
+      return; // sent at the end of the quiet time that runs
+    }
     if (!pending) {
       return;
     }
+    this._pending.delete(path);
+    // What comes in the next moment waits for its end, and goes in one report.
+    this._timers.set(
+      path,
+      window.setTimeout(() => {
+        this._timers.delete(path);
+        this._report(path);
+      }, REPORT_DELAY_MS)
+    );
     const message: IChangedMessage = {
       type: 'changed',
       path,
@@ -193,6 +207,7 @@ export class DocumentChanges {
   }
 
   private _pending = new Map<string, IPending>();
+  private _timers = new Map<string, number>();
   private _reloads = new Map<string, number>();
   private _ids = new WeakMap<object, string[]>();
 }
