@@ -56,12 +56,21 @@ class Server:
 
 @contextlib.contextmanager
 def jupyter_server(
-    root: Path, *extra: str, extensions: dict[str, bool] | None = None
+    root: Path,
+    *extra: str,
+    env: dict[str, str] | None = None,
+    cwd: Path | None = None,
+    extensions: dict[str, bool] | None = None,
 ) -> Iterator[Server]:
-    """Start ``jupyter server`` on ``root`` and stop it afterwards (``extensions``: server
-    extensions to turn on or off besides jupyter_mcp)."""
+    """Start ``jupyter server`` on ``root`` and stop it afterwards; ``env`` is added to this
+    process's environment and ``cwd`` is its working folder (a ``PYTHONPATH`` that serves
+    another jupyter_mcp needs one outside this checkout, which ``python -m`` puts first);
+    ``extensions`` turns server extensions on or off besides jupyter_mcp.
+
+    By default the server works in a scratch folder of its own: jupyter-collaboration keeps
+    its document store in the working folder, which must not be this checkout."""
     port, token = free_port(), secrets.token_hex(16)
-    env = {**os.environ, "JUPYTER_TOKEN": token}
+    env = {**os.environ, **(env or {}), "JUPYTER_TOKEN": token}
     cmd = [
         sys.executable,
         "-m",
@@ -75,9 +84,16 @@ def jupyter_server(
         "--log-level=WARN",
         *extra,
     ]
+    scratch = None if cwd is not None else tempfile.TemporaryDirectory(prefix="jupyter-cwd-")
     # The log goes to a file: a pipe nobody reads would fill and stop the server mid-run.
     log = tempfile.TemporaryFile()
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=log)
+    proc = subprocess.Popen(
+        cmd,
+        env=env,
+        cwd=cwd if scratch is None else scratch.name,
+        stdout=subprocess.DEVNULL,
+        stderr=log,
+    )
     server = Server(root, port, token, proc)
     try:
         deadline = time.monotonic() + 60
@@ -100,6 +116,8 @@ def jupyter_server(
             log.seek(0)
             sys.stderr.write(log.read().decode()[-int(os.environ["BENCH_SERVER_LOG"]) :])
         log.close()
+        if scratch is not None:
+            scratch.cleanup()
 
 
 @contextlib.contextmanager
@@ -114,18 +132,25 @@ def sdk_server(root: Path) -> Iterator[tuple[str, int]]:
         stderr=subprocess.PIPE,
     )
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 1):
-                break
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(
-                    "the SDK server did not start: " + proc.stderr.read().decode()[-2000:]
-                )
-            time.sleep(0.1)
+        wait_for_port(proc, port, "the SDK server")
         yield f"http://127.0.0.1:{port}", proc.pid
     finally:
         _stop(proc)
+
+
+def wait_for_port(proc: subprocess.Popen[bytes], port: int, what: str, seconds: float = 60) -> None:
+    """Wait until ``proc`` listens on loopback ``port``; a RuntimeError with the end of its
+    standard error when it exits or ``seconds`` pass first."""
+    deadline = time.monotonic() + seconds
+    while True:
+        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 1):
+            return
+        if proc.poll() is not None or time.monotonic() > deadline:
+            if proc.poll() is None:
+                proc.kill()
+            error = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
+            raise RuntimeError(f"{what} did not start: {error[-2000:]}")
+        time.sleep(0.1)
 
 
 def _stop(proc: subprocess.Popen[bytes]) -> None:

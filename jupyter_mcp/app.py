@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import contextlib
 import gc
+import signal
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import fields
@@ -17,6 +19,8 @@ from traitlets import Bool, Float, Int, List, TraitError, Unicode, Union, observ
 from .core.context import Settings, ToolContext
 from .core.registry import TOOLSETS, Registry, unknown_toolsets
 from .core.version import __version__
+from .execution.processes import kill_groups_now
+from .kernels.managers import process_groups as kernel_process_groups
 from .lab.editor import EditorBridge
 from .lab.live_notebooks import LiveNotebooks
 from .plugins.host import load_plugins
@@ -170,6 +174,30 @@ class JupyterMCP(ExtensionApp):
         ),
     )
 
+    session_idle_timeout = Float(
+        _DEFAULTS.session_idle_timeout,
+        min=1.0,
+        config=True,
+        help=(
+            "Seconds a standard MCP session (protocol revisions before 2026-07-28) may go without "
+            "a request before the server ends it; a client that went away without ending its "
+            "session (it crashed, its machine slept) holds nothing for longer. A request on an "
+            "ended session is answered 404, which tells the client to open a new one."
+        ),
+    )
+
+    max_task_ttl = Float(
+        _DEFAULTS.max_task_ttl,
+        min=0.0,
+        config=True,
+        help=(
+            "Longest time, in seconds, that an MCP task (a long tool call a client runs in the "
+            "background and collects later) and its result are kept after the task ended; a "
+            "client asking for a longer ttl, or for none, gets this one. A task is never "
+            "dropped while it runs."
+        ),
+    )
+
     breakpoints_file = Unicode(
         "",
         config=True,
@@ -214,6 +242,7 @@ class JupyterMCP(ExtensionApp):
     tool_context: ToolContext
     _warm_task: asyncio.Task[None] | None = None
     _froze_heap = False
+    _stopped: asyncio.Future[None] | None = None
 
     def settings_snapshot(self) -> Settings:
         """The current policies as the plain object tools read (one trait per field)."""
@@ -325,15 +354,32 @@ class JupyterMCP(ExtensionApp):
         services.mcp_surface = MCPSurface(
             self.registry, self.tool_context, allowed_hosts=allowed_hosts(self.serverapp)
         )
+        # MCP tasks show in the activity panel as the calls they are, outliving their request.
+        services.mcp_surface.tasks.store.observers.append(editor.task_changed)
         services.seed_port = self._start_seed_port()
         # Jupyter stops its extensions on SIGTERM and on a confirmed Ctrl-C; a SIGINT without a
-        # terminal ends the process without that. Then this ends what runs and commands started.
-        atexit.register(self._kill_leftovers)
+        # terminal ends the process without that, and a stop can be cut short. Then this ends,
+        # as the process exits, what the server started.
+        atexit.register(self._end_leftovers)
 
-    def _kill_leftovers(self) -> None:
+    def _end_leftovers(self) -> None:
+        """End the runs, background commands and kernels still running, all at once, without
+        the event loop (the process is exiting; see :func:`kill_groups_now`).
+
+        Further Ctrl-Cs are ignored from here on: one arriving in the middle (a user presses
+        it twice) would end this with a KeyboardInterrupt and leave the rest running.
+        """
+        with contextlib.suppress(ValueError):  # not the main thread: no signal arrives here
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
         services = self.tool_context.services
-        services.runs.kill_now()
-        services.background_commands.kill_now()
+        kill_groups_now(
+            [
+                *services.runs.groups(),
+                *services.background_commands.groups(),
+                *kernel_process_groups(self.serverapp),
+            ],
+            grace=1.0,
+        )
 
     def _start_seed_port(self) -> SeedPortListener | None:
         """Open the seed port-range listener when ``port_range`` asks for it."""
@@ -369,8 +415,26 @@ class JupyterMCP(ExtensionApp):
             self.log.debug("jupyter_mcp: %d start-up objects set aside", gc.get_freeze_count())
 
     async def stop_extension(self) -> None:
-        """Stop every service (sessions, runs, commands, worker processes, listeners)."""
-        atexit.unregister(self._kill_leftovers)  # stopped properly: nothing left to kill
+        """Stop every service (sessions, runs, commands, worker processes, listeners).
+
+        Jupyter calls this again when its stop is asked for again (each further Ctrl-C or
+        SIGTERM): a later call waits for the first, which stops everything once.
+        """
+        if self._stopped is None:
+            self._stopped = asyncio.ensure_future(self._stop_services())
+        await asyncio.shield(self._stopped)
+
+    async def _stop_services(self) -> None:
+        serverapp = self.serverapp
+        # Asked to stop (a signal, or ServerApp.stop): the process is ending. Jupyter starts
+        # its whole stop again on each further SIGINT or SIGTERM, and the first of the two to
+        # finish stops the event loop under the other, kernels half shut down: from now on
+        # those signals are only logged. The exit still ends what is left (_end_leftovers).
+        ending = bool(getattr(serverapp, "_stopping", False))
+        if ending:
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                with contextlib.suppress(ValueError):  # not the main thread
+                    signal.signal(sig, self._already_stopping)
         if self._warm_task is not None:
             self._warm_task.cancel()
         if self._froze_heap:
@@ -384,3 +448,12 @@ class JupyterMCP(ExtensionApp):
         executor = getattr(self, "tool_executor", None)
         if executor is not None:
             executor.shutdown(wait=False, cancel_futures=True)
+        if not ending:
+            # Stopped in a process that goes on (tests, an embedding application): every
+            # service is stopped, so nothing is left for the exit to end.
+            atexit.unregister(self._end_leftovers)
+
+    def _already_stopping(self, signum: int, frame: Any) -> None:
+        self.log.warning(
+            "jupyter_mcp: signal %d while the server stops; it goes on stopping", signum
+        )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -61,7 +61,7 @@ def mcp_app(jp_serverapp: Any) -> Any:
 
 @pytest.fixture
 def mcp_url(http_server: Any, http_server_port: tuple[Any, int], jp_base_url: str) -> str:
-    """The Streamable HTTP endpoint (standard MCP) of the running test server."""
+    """The standard MCP endpoint (``{base_url}mcp``) of the running test server."""
     return f"http://127.0.0.1:{http_server_port[1]}{jp_base_url}mcp"
 
 
@@ -90,6 +90,18 @@ def connect(mcp_url: str, token: str):  # type: ignore[no-untyped-def]
                 yield client
 
     return _connect
+
+
+@pytest.fixture
+def no_kernels_left(jp_serverapp: Any, jp_asyncio_loop: Any) -> Iterator[None]:
+    """After the test, end every kernel session it left (and their kernels)."""
+    yield
+
+    async def end_sessions() -> None:
+        for session in await jp_serverapp.session_manager.list_sessions():
+            await jp_serverapp.session_manager.delete_session(session["id"])
+
+    jp_asyncio_loop.run_until_complete(end_sessions())
 
 
 Caller = Callable[..., Awaitable[dict[str, Any]]]

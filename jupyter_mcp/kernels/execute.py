@@ -8,11 +8,11 @@ it arrives, and notices a kernel that died half-way (it would otherwise never go
 
 from __future__ import annotations
 
-import contextlib
 import inspect
 import json
 import queue
-from collections.abc import AsyncIterator, Awaitable, Callable
+import time
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +20,8 @@ from typing import Any
 ALIVE_POLL = 0.5
 #: How long the shell reply may lag behind the kernel going idle (seconds).
 REPLY_TIMEOUT = 30.0
+#: Kernel states a gateway announces, with no parent, when the kernel behind it was replaced.
+_REPLACED = frozenset({"restarting", "dead"})
 
 
 class KernelDied(RuntimeError):
@@ -29,19 +31,13 @@ class KernelDied(RuntimeError):
         super().__init__("the kernel died")
 
 
-@contextlib.asynccontextmanager
-async def connected_client(
-    manager: Any, kernel_id: str, *, timeout: float = 60
-) -> AsyncIterator[Any]:
-    """A client of the server's kernel ``kernel_id``, ready to execute; closed on exit."""
-    client = manager.get_kernel(kernel_id).client()
-    client.start_channels()
-    try:
-        await client.wait_for_ready(timeout=timeout)
-        yield client
-    finally:
-        with contextlib.suppress(Exception):
-            client.stop_channels()
+class NoReply(RuntimeError):
+    """The kernel finished the request but never answered it."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            f"the kernel finished the code but sent no reply within {REPLY_TIMEOUT:g} s"
+        )
 
 
 async def execute(
@@ -76,9 +72,14 @@ async def execute(
             if not await is_alive():
                 raise KernelDied() from None
             continue
+        kind, content = msg.get("msg_type"), msg.get("content") or {}
         if msg.get("parent_header", {}).get("msg_id") != msg_id:
+            # A gateway says on iopub that it restarted the kernel (it died): the request
+            # went with the old one and gets no answer.
+            if kind == "status" and content.get("execution_state") in _REPLACED:
+                if not await is_alive():
+                    raise KernelDied()
             continue
-        kind, content = msg["msg_type"], msg["content"]
         if kind == "status":
             if content.get("execution_state") == "idle":
                 break
@@ -86,21 +87,30 @@ async def execute(
         handled = on_message(kind, content)
         if inspect.isawaitable(handled):
             await handled
+    # The reply follows at once, unless the kernel went away between the two (a restart
+    # interrupts the running cell first: its error and "idle" come, its reply does not).
+    deadline = time.monotonic() + REPLY_TIMEOUT
     while True:
-        reply: dict[str, Any] = await client.get_shell_msg(timeout=REPLY_TIMEOUT)
+        try:
+            reply: dict[str, Any] = await client.get_shell_msg(timeout=ALIVE_POLL)
+        except queue.Empty:
+            if not await is_alive():
+                raise KernelDied() from None
+            if time.monotonic() > deadline:
+                raise NoReply() from None
+            continue
         if reply.get("parent_header", {}).get("msg_id") == msg_id:
             return reply
 
 
-def kernel_name_for(notebook: Path | None, manager: Any) -> str | None:
+def kernel_name_for(
+    notebook: Path | None, specs: Mapping[str, Any], default: str | None
+) -> str | None:
     """The kernel to start: the one a notebook asks for, else a Python kernel for programs.
 
+    ``specs`` are the server's kernelspecs by name and ``default`` its default kernel's name.
     None means the server's default kernel.
     """
-    try:
-        specs = manager.kernel_spec_manager.get_all_specs()
-    except Exception:
-        return None
     if notebook is not None:
         try:
             meta = json.loads(notebook.read_text(encoding="utf-8")).get("metadata", {})
@@ -109,7 +119,6 @@ def kernel_name_for(notebook: Path | None, manager: Any) -> str | None:
             return None
         return name if name in specs else None
     # Programs and tasks are started by Python code in the kernel: make sure it is Python.
-    default = getattr(manager, "default_kernel_name", None)
     python = [n for n, s in specs.items() if s.get("spec", {}).get("language") == "python"]
     if default in python or not python:
         return None

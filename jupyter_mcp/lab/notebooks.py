@@ -19,6 +19,7 @@ from ..core.uris import format_uri
 from ..documents.cells import source_of
 from ..documents.facts import is_notebook
 from ..documents.notebook_document import NotebookDocument
+from ..kernels import managers
 from ..kernels.outputs import images_of, output_object
 from ..kernels.sessions import find_notebook_kernel
 
@@ -171,11 +172,11 @@ async def kernel_of(ctx: ToolContext, path: Path) -> dict[str, Any] | None:
     if found is None:
         return None
     try:
-        manager = ctx.serverapp.kernel_manager.get_kernel(found.kernel_id)
+        manager = managers.kernel(ctx.serverapp, found.kernel_id)
     except KeyError:
         return None
     return {
         "kernelId": found.kernel_id,
         "name": getattr(manager, "kernel_name", None),
-        "state": getattr(manager, "execution_state", None),
+        "state": await managers.state(manager),
     }

@@ -33,6 +33,7 @@ from jupyter_core.utils import ensure_async
 
 from ..core.context import Actor, acting
 from ..documents.facts import Stamp, is_notebook, stamp_of
+from ..kernels import managers
 from ..project.events import GONE, IGNORED, Q_OVERFLOW, WATCH_MASK, open_events, pending
 
 log = logging.getLogger("jupyter_mcp.resources")
@@ -494,7 +495,7 @@ class KernelActivity:
         self._task.cancel()
 
     async def _run(self) -> None:
-        client = self.manager.client()
+        client = managers.new_client(self.manager, own_session=True)
         try:
             await ensure_async(
                 client.start_channels(shell=False, iopub=True, stdin=False, hb=False, control=False)
@@ -530,5 +531,4 @@ class KernelActivity:
         except Exception:
             log.debug("resource subscriptions: kernel activity stopped", exc_info=True)
         finally:
-            with contextlib.suppress(Exception):
-                client.stop_channels()
+            managers.disconnect(client)

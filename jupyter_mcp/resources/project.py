@@ -38,7 +38,7 @@ from ..documents.files import read_file_bytes, read_text
 from ..documents.notebook_document import NotebookDocument
 from ..documents.notebook_file import FileNotebooks
 from ..documents.notebook_view import view_of_notebook
-from ..kernels import introspection
+from ..kernels import introspection, managers
 from ..kernels.outputs import images_of
 from ..kernels.sessions import api_path, find_notebook_kernel
 from ..lab.editor import DocumentChange, EditorBridge
@@ -696,7 +696,7 @@ class ProjectResources(ResourceProvider):
         watched.kernel_id = kernel_id
         if kernel_id is not None:
             try:
-                manager = serverapp.kernel_manager.get_kernel(kernel_id)
+                manager = managers.kernel(serverapp, kernel_id)
             except KeyError:
                 watched.kernel_id = None
             else:

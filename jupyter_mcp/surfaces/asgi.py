@@ -23,7 +23,7 @@ from tornado import web
 from tornado.iostream import StreamClosedError
 
 from .base import MCPBaseHandler
-from .mcp import MCPSurface
+from .mcp import STOPPED_WHEN_LEFT, MCPSurface
 
 ASGIApp = Callable[[dict[str, Any], Callable[[], Awaitable[dict[str, Any]]], Any], Awaitable[None]]
 
@@ -240,7 +240,7 @@ class StreamableHTTPHandler(MCPBaseHandler):
                 # (2026-07-28 requests have no session; the SDK answers those that stream
                 # nothing as JSON itself, and watches their connection to cancel them.)
                 app = functools.partial(surface.handle, json_answer=True)
-            if isinstance(message, dict) and message.get("method") == "tools/call":
+            if isinstance(message, dict) and message.get("method") in STOPPED_WHEN_LEFT:
                 # The SDK does not stop a legacy call whose client left: on_connection_close
                 # does (a callback, not a task per call watching the connection).
                 self._call = (surface, session_id, message.get("id"), owner)

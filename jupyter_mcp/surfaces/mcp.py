@@ -7,7 +7,7 @@ translates between the registry and the SDK's low-level ``Server``:
 - ``tools/list`` lists the visible tools with their annotations and advertised schema, in pages;
 - ``tools/call`` runs :meth:`Registry.call` with the result window always applied, reports
   progress and forwards the tool's log lines while it runs, and turns a :class:`ToolError` into an
-  ``isError`` result;
+  ``isError`` result; a long tool's call may run as a task instead (:mod:`jupyter_mcp.tasks`);
 - :class:`MCPSurface` runs the SDK's Streamable HTTP session manager for the lifetime of the
   server extension and offers an ASGI entry point that the Tornado handler adapts.
 
@@ -18,13 +18,14 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import contextvars
 import json
 import logging
 import re
 import warnings
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, cast
 
 import anyio
@@ -45,6 +46,7 @@ from ..prompts.catalog import PromptError, Prompts
 from ..resources.links import links_for
 from ..resources.registry import ResourceError, ResourceRegistry, Scope
 from ..resources.subscriptions import ListKind, Notice, Subscriber, SubscriptionHub
+from ..tasks.protocol import CallOrigin, TaskProtocol
 
 # Logging is deprecated at 2026-07-28 but still part of the legacy era we serve.
 warnings.filterwarnings("ignore", category=MCPDeprecationWarning, module=__name__)
@@ -70,6 +72,10 @@ text block gives its total length and the resultStart to call again with (result
 resultStart <= {window}).
 - The active editor is the document focused in JupyterLab; editor tools need an open window.
 - A tool failure comes back as an isError result whose text says what to fix."""
+
+#: Legacy requests that stop when their client leaves (see ``MCPSurface.cancel_call``): those
+#: that may wait long, a tool call and the wait for a task's result.
+STOPPED_WHEN_LEFT = frozenset({"tools/call", "tasks/result"})
 
 #: Tools per ``tools/list`` page; clients follow ``nextCursor`` for the rest.
 DEFAULT_PAGE_SIZE = 100
@@ -160,7 +166,11 @@ class _CallLogHandler(logging.Handler):
 
 def mcp_tool(tool: Tool, window: int) -> types.Tool:
     """The MCP declaration of a registry tool: schema (for a result window of ``window``
-    characters), title and every annotation hint."""
+    characters), title and every annotation hint.
+
+    The title is given once, as the tool's own (MCP prefers it to the annotations' title):
+    every listing pays for each word of a declaration in every conversation.
+    """
     hints = tool.annotations
     return types.Tool(
         name=tool.name,
@@ -168,12 +178,13 @@ def mcp_tool(tool: Tool, window: int) -> types.Tool:
         description=tool.description,
         input_schema=tool.advertised_schema(window),
         annotations=types.ToolAnnotations(
-            title=hints["title"],
             read_only_hint=hints["readOnlyHint"],
             destructive_hint=hints["destructiveHint"],
             idempotent_hint=hints["idempotentHint"],
             open_world_hint=hints["openWorldHint"],
         ),
+        # Where the era has it (2025-11-25): the tool may run as a task.
+        execution=types.ToolExecution(task_support="optional") if tool.task_support else None,
     )
 
 
@@ -264,9 +275,12 @@ def error_result(message: str) -> dict[str, Any]:
 
 
 class _Server(Server[Any]):
-    """The SDK server, advertising ``tools.listChanged`` on the legacy handshake."""
+    """The SDK server, advertising ``tools.listChanged`` (and ``tasks``) on the legacy
+    handshake."""
 
     _default_options: InitializationOptions | None = None
+    #: ``capabilities.tasks`` of the legacy handshake (the SDK builds no such capability).
+    tasks_capability: types.ServerTasksCapability | None = None
 
     def create_initialization_options(
         self,
@@ -291,6 +305,8 @@ class _Server(Server[Any]):
             experimental_capabilities,
             extensions,
         )
+        if self.tasks_capability is not None:
+            options.capabilities.tasks = self.tasks_capability
         if default:
             self._default_options = options
         return options
@@ -442,6 +458,18 @@ class MCPSurface:
                 on_subscriptions_listen=self._listen,
             )
         self.server.middleware.append(self._track_session)
+        # Long calls as MCP tasks, in both eras (tasks/): a middleware on tools/call and the
+        # tasks/* methods; a task's answer is the plain call's (_answer_call).
+        self.tasks = TaskProtocol(
+            registry,
+            ctx,
+            origin=self._call_origin,
+            answer=self._answer_call,
+            server_info=lambda: self.server.server_info_stamp,
+            stopped_when_left=self.stopped_when_left,
+        )
+        self.tasks.install(self.server)
+        self.server.tasks_capability = self.tasks.legacy_capability()
         security = TransportSecuritySettings(
             enable_dns_rebinding_protection=allowed_hosts is not None,
             allowed_hosts=list(allowed_hosts or []),
@@ -453,6 +481,7 @@ class MCPSurface:
             json_response=True if json_response else cast(bool, _PerRequestJSON()),
             security_settings=security,
             max_request_body_size=max_body_bytes or ctx.settings.max_body_bytes,
+            session_idle_timeout=ctx.settings.session_idle_timeout,
         )
         self._task: asyncio.Task[None] | None = None
         self._ready: asyncio.Event | None = None
@@ -499,6 +528,7 @@ class MCPSurface:
         self.ctx.log.removeHandler(self._log_handler)
         if self._task is None or self._stopping is None:
             return
+        await self.tasks.close()
         await self.hub.close()  # listen streams end with their answer, sessions' watches go
         self._stopping.set()
         try:
@@ -527,7 +557,8 @@ class MCPSurface:
             _json_answer.reset(token)
 
     def cancel_call(self, session_id: str, request_id: Any, owner: Any = None) -> None:
-        """Stop the call ``request_id`` of legacy session ``session_id`` (its client left).
+        """Stop the request ``request_id`` of legacy session ``session_id`` (its client left):
+        a call, or another of :data:`STOPPED_WHEN_LEFT`.
 
         ``owner`` is the principal of the request that left (see ``session_owner``): only a
         call made by the same one is stopped, as the SDK only serves a session to its opener.
@@ -770,48 +801,17 @@ class MCPSurface:
             raise MCPError(types.INVALID_PARAMS, f"Unknown tool: {name}")
         progress = self._progress_relay(rctx)
         logs = self._log_relay(rctx)
-        toolsets = _toolsets(rctx)
+        origin = self._call_origin(rctx)
         reporter_token = progress_reporter.set(progress.report if progress else None)
         sink_token = _call_log_sink.set(logs.record if logs else None)
         finished = False
-        # A legacy call whose client leaves is cancelled here (see cancel_call); a 2026-07-28
-        # one is cancelled by the SDK, which watches its connection.
-        session = _session_id(rctx)
-        key = None if session is None else (session, str(rctx.request_id))
-        user = getattr(getattr(rctx, "request", None), "scope", {}).get("user")
-        # Who pages through result windows: one session of one user (none without a session).
-        caller = None if session is None else (session, str(getattr(user, "username", user)))
-        # What a legacy session's call changes is its own: its subscriptions are not told.
-        actor = Actor(session) if session is not None else None
-        actor_token = current_actor.set(actor)
-        arguments = dict(params.arguments or {})
         try:
-            with anyio.CancelScope() as scope:
-                if key is not None:
-                    self._calls[key] = (scope, user)
-                result = await self.registry.call(
-                    name,
-                    arguments,
-                    self.ctx,
-                    always_window=True,
-                    toolsets=toolsets,
-                    caller=caller,
-                )
+            with self.stopped_when_left(rctx) as scope:
+                answer = await self._answer_call(origin, name, dict(params.arguments or {}))
             if scope.cancelled_caught:
                 answer = error_result(f"{name} was stopped: the client went away")
-            else:
-                links = self._links(name, toolsets, arguments, result)
-                answer = call_tool_result(result, rctx.protocol_version, links)
-            finished = True
-        except ToolError as e:  # the registry turns every failure, bugs too, into one
-            answer = error_result(str(e))
             finished = True
         finally:
-            if actor is not None:
-                actor.running = False  # what its background work changes later is told
-            current_actor.reset(actor_token)
-            if key is not None:
-                self._calls.pop(key, None)
             progress_reporter.reset(reporter_token)
             _call_log_sink.reset(sink_token)
             for relay in (progress, logs):
@@ -841,6 +841,68 @@ class MCPSurface:
         except Exception:  # a link is a courtesy: it never fails the call
             log.debug("jupyter_mcp: no resource links for %s", name, exc_info=True)
             return []
+
+    @contextlib.contextmanager
+    def stopped_when_left(self, rctx: Any) -> Iterator[anyio.CancelScope]:
+        """A cancel scope around a legacy request that :meth:`cancel_call` cancels when its
+        client leaves (a 2026-07-28 request is cancelled by the SDK, which watches its
+        connection). For the requests of :data:`STOPPED_WHEN_LEFT`, which may wait long."""
+        session = _session_id(rctx)
+        key = None if session is None else (session, str(rctx.request_id))
+        with anyio.CancelScope() as scope:
+            if key is not None:
+                self._calls[key] = (scope, _user(rctx))
+            try:
+                yield scope
+            finally:
+                if key is not None:
+                    self._calls.pop(key, None)
+
+    async def _answer_call(
+        self, origin: CallOrigin, name: str, arguments: dict[str, Any]
+    ) -> dict[str, Any]:
+        """The wire answer of one call: the result window, or the failure as an ``isError``
+        result. What a plain ``tools/call`` answers, and what a task keeps as its result."""
+        # What a legacy session's call changes while it runs is its own: its subscriptions
+        # are not told of it (a task's call runs as long as the task does).
+        actor = Actor(origin.session) if origin.session is not None else None
+        token = current_actor.set(actor)
+        try:
+            result = await self.registry.call(
+                name,
+                arguments,
+                self.ctx,
+                always_window=True,
+                toolsets=origin.toolsets,
+                caller=origin.caller,
+            )
+        except ToolError as e:  # the registry turns every failure, bugs too, into one
+            return error_result(str(e))
+        finally:
+            if actor is not None:
+                actor.running = False  # what its background work changes later is told
+            current_actor.reset(token)
+        links = self._links(name, origin.toolsets, arguments, result)
+        return call_tool_result(result, origin.protocol_version, links)
+
+    def _call_origin(self, rctx: Any) -> CallOrigin:
+        """What a call needs of its request (a task keeps it past the request's end)."""
+        session = _session_id(rctx)
+        user = _user(rctx)
+        legacy = rctx.protocol_version not in MODERN_PROTOCOL_VERSIONS
+        meta = rctx.meta or {}
+        return CallOrigin(
+            protocol_version=rctx.protocol_version,
+            principal=_principal_id(user),
+            toolsets=_toolsets(rctx),
+            # Who pages through result windows: one session of one user (none without one).
+            caller=None if session is None else (session, str(getattr(user, "username", user))),
+            session=session if legacy else None,
+            progress_token=(
+                meta.get("progressToken", meta.get("progress_token")) if legacy else None
+            ),
+            notifier=_standalone_notifier(rctx.session) if legacy and session else None,
+        )
 
     def _progress_relay(self, rctx: Any) -> _ProgressRelay | None:
         if _json_answer.get():
@@ -994,6 +1056,22 @@ def _toolsets(rctx: Any) -> frozenset[str] | None:
         )
     except ToolError:  # only when not served by our handler: show nothing, not all
         return frozenset()
+
+
+def _standalone_notifier(session: Any) -> Callable[[], _Relay]:
+    """Makes senders of raw notifications on a legacy session's standalone stream (a task's
+    notifications: the request that started it has long been answered)."""
+
+    async def send(method: str, params: dict[str, Any]) -> None:
+        notification = types.Notification[dict[str, Any], str](method=method, params=params)
+        await session.send_notification(cast(Any, notification))
+
+    return lambda: _Relay(send)
+
+
+def _user(rctx: Any) -> Any:
+    """The SDK user of the HTTP request behind ``rctx`` (see ``session_owner``)."""
+    return getattr(getattr(rctx, "request", None), "scope", {}).get("user")
 
 
 def _principal_id(user: Any) -> str | None:

@@ -13,17 +13,8 @@ import time
 from collections.abc import Iterator
 
 import pytest
-from hub_server import (
-    USERS,
-    Hub,
-    _config,
-    _quiet_lab,
-    _stop,
-    configurable_http_proxy,
-    free_port,
-    request,
-    wait_for,
-)
+from hub_server import USERS, Hub, _config, _quiet_lab, configurable_http_proxy
+from local_servers import free_port, request, stop_process, wait_for
 
 
 @pytest.fixture(scope="module")
@@ -85,5 +76,5 @@ def hub(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Hub]:
         print(f"\nJupyterHub and two servers up in {time.monotonic() - started:.1f} s")
         yield hub
     finally:
-        _stop(process)
+        stop_process(process)
         log.close()
