@@ -6,16 +6,20 @@ import asyncio
 import atexit
 import contextlib
 import gc
+import os
 import signal
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import fields
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from jupyter_server.extension.application import ExtensionApp
 from traitlets import Bool, Float, Int, List, TraitError, Unicode, Union, observe, validate
 
+from .auth.provider import OAuthServer, OAuthSettings, OAuthUnavailable, site_for
+from .auth.store import GrantStore
 from .core.context import Settings, ToolContext
 from .core.registry import TOOLSETS, Registry, unknown_toolsets
 from .core.version import __version__
@@ -238,6 +242,67 @@ class JupyterMCP(ExtensionApp):
         ),
     )
 
+    oauth = Bool(
+        True,
+        config=True,
+        help=(
+            "Be an OAuth authorization server for remote MCP clients (claude.ai and ChatGPT "
+            "connectors, VS Code, ...): they sign in through Jupyter's own login and get a "
+            "token for /mcp alone, with the scopes the user allows. False turns all of it off "
+            "(no discovery, no endpoints, OAuth tokens refused)."
+        ),
+    )
+    oauth_access_token_lifetime = Int(
+        3600,
+        min=60,
+        config=True,
+        help="Seconds an OAuth access token is valid; clients refresh it after that.",
+    )
+    oauth_refresh_token_lifetime = Int(
+        30 * 86400,
+        min=300,
+        config=True,
+        help=(
+            "Seconds an OAuth refresh token stays valid; each refresh makes a new one, so a "
+            "grant used at least this often lasts until it is revoked."
+        ),
+    )
+    oauth_dynamic_registration = Bool(
+        True,
+        config=True,
+        help=(
+            "Let clients register themselves (OAuth Dynamic Client Registration, which many "
+            "clients still use); False leaves only clients with a Client ID Metadata Document."
+        ),
+    )
+    oauth_public_url = Unicode(
+        "",
+        config=True,
+        help=(
+            "The https address remote MCP clients reach this server at, when a tunnel or proxy "
+            "in front of it changes the host or scheme (such as 'https://lab.example.org/'); "
+            "the OAuth issuer and the tokens' audience are made from it. Empty: from each "
+            "request (its Host, and its scheme, which Jupyter takes from X-Forwarded-Proto "
+            "with ServerApp.trust_xheaders)."
+        ),
+    )
+    oauth_file = Unicode(
+        "",
+        config=True,
+        help=(
+            "The file of OAuth grants and registered clients (tokens stored as digests, "
+            "readable by the user alone); empty means <jupyter data dir>/jupyter_mcp/oauth.json."
+        ),
+    )
+    oauth_allow_insecure_client_metadata = Bool(
+        False,
+        config=True,
+        help=(
+            "For tests only: fetch Client ID Metadata Documents over plain http from this "
+            "machine (loopback). Never from another address, and never needed otherwise."
+        ),
+    )
+
     registry: Registry
     tool_context: ToolContext
     _warm_task: asyncio.Task[None] | None = None
@@ -273,6 +338,23 @@ class JupyterMCP(ExtensionApp):
                 f"{', '.join(map(repr, unknown))}; the tool sets are {', '.join(TOOLSETS)}"
             )
         return names
+
+    @validate("oauth_public_url")
+    def _check_public_url(self, proposal: dict[str, Any]) -> Any:
+        value = proposal["value"]
+        if not value:
+            return value
+        try:
+            site_for("", "", "/", value)
+        except OAuthUnavailable as e:
+            raise TraitError(f"JupyterMCP.oauth_public_url {value!r}: {e}") from None
+        parts = urlsplit(value)
+        if not parts.hostname or parts.query or parts.fragment:
+            raise TraitError(
+                f"JupyterMCP.oauth_public_url {value!r} must be an address such as "
+                "'https://lab.example.org/' (a host, a path at most, no query or fragment)"
+            )
+        return value
 
     @validate("port_range")
     def _check_port_range(self, proposal: dict[str, Any]) -> Any:
@@ -356,11 +438,45 @@ class JupyterMCP(ExtensionApp):
         )
         # MCP tasks show in the activity panel as the calls they are, outliving their request.
         services.mcp_surface.tasks.store.observers.append(editor.task_changed)
+        services.oauth = self._make_oauth() if self.oauth else None
         services.seed_port = self._start_seed_port()
         # Jupyter stops its extensions on SIGTERM and on a confirmed Ctrl-C; a SIGINT without a
         # terminal ends the process without that, and a stop can be cut short. Then this ends,
         # as the process exits, what the server started.
         atexit.register(self._end_leftovers)
+
+    def _make_oauth(self) -> OAuthServer:
+        """The OAuth authorization server, over the grants file of this user."""
+        context = self.tool_context
+        server_id: list[str] = []
+
+        def identity() -> str:
+            # Decided at the first request, once the server listens on its final port. Under
+            # JupyterHub the prefix names the server (its port changes with each spawn).
+            if not server_id:
+                serverapp = self.serverapp
+                prefix = os.environ.get("JUPYTERHUB_SERVICE_PREFIX")
+                if prefix and os.environ.get("JUPYTERHUB_API_TOKEN"):
+                    where = f"hub {prefix}"
+                else:
+                    port = getattr(serverapp, "port", "")
+                    base_url = getattr(serverapp, "base_url", "/")
+                    where = f"port {port} {base_url}"
+                server_id.append(f"{where} root {context.root_dir}")
+            return server_id[0]
+
+        return OAuthServer(
+            GrantStore(self.oauth_file or None),
+            server_id=identity,
+            served_toolsets=lambda: context.settings.toolsets,
+            settings=OAuthSettings(
+                access_token_lifetime=float(self.oauth_access_token_lifetime),
+                refresh_token_lifetime=float(self.oauth_refresh_token_lifetime),
+                dynamic_registration=self.oauth_dynamic_registration,
+                allow_insecure_client_metadata=self.oauth_allow_insecure_client_metadata,
+                public_url=self.oauth_public_url,
+            ),
+        )
 
     def _end_leftovers(self) -> None:
         """End the runs, background commands and kernels still running, all at once, without
@@ -399,6 +515,8 @@ class JupyterMCP(ExtensionApp):
         surface = self.tool_context.services.mcp_surface
         assert surface is not None  # made in initialize_settings, which runs first
         await surface.start()
+        if self.tool_context.services.oauth is not None:
+            self.tool_context.services.oauth.start()
         if self.warm_start:
             # Not awaited: the server serves at once, and a call that needs something still
             # starting waits for that one thing.

@@ -23,6 +23,7 @@ from .paths import relative_path, resolve_in_root
 from .registry import TOOLSETS
 
 if TYPE_CHECKING:
+    from ..auth.provider import OAuthServer
     from ..code.client import CodeService
     from ..documents.notebook_document import NotebookDocuments
     from ..execution.breakpoints import BreakpointStore
@@ -228,6 +229,8 @@ class Services:
     writes: WriteLog | None = None
     prompts: Prompts | None = None
     mcp_surface: MCPSurface | None = None
+    #: The server's own OAuth authorization server for remote MCP clients (None: turned off).
+    oauth: OAuthServer | None = None
 
     async def aclose(self, log: logging.Logger) -> None:
         """Stop every service; one that fails is logged and the others are still stopped."""
@@ -248,6 +251,8 @@ class Services:
         ]
         if self.seed_port is not None:
             steps.append(("the seed port listener", self.seed_port.stop))
+        if self.oauth is not None:
+            steps.append(("the OAuth server", self.oauth.aclose))  # writes the last uses
         # Stopping a worker process waits for it: off the event loop.
         steps.append(("the search worker", functools.partial(asyncio.to_thread, self.search.close)))
         steps.append(("the code worker", functools.partial(asyncio.to_thread, self.code.close)))

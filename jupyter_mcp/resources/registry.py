@@ -54,11 +54,13 @@ class Scope:
     registry: Registry
     #: The tool sets the connection chose (None: every one the server serves).
     toolsets: frozenset[str] | None = None
+    #: Whether the connection may use read-only tools only (an OAuth grant of reading).
+    read_only: bool = False
 
     def refusal(self, tool: str) -> str | None:
         """Why ``tool`` cannot be used on this connection now, or None when it can."""
         try:
-            self.registry.get(tool, self.ctx, self.toolsets)
+            self.registry.get(tool, self.ctx, self.toolsets, read_only=self.read_only)
         except ToolError as e:
             return str(e)
         return None

@@ -38,6 +38,7 @@ from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from mcp.shared.subscriptions import SUBSCRIPTION_ID_META_KEY
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
+from ..auth.scopes import Access
 from ..core.context import Actor, Services, ToolContext, current_actor, progress_reporter
 from ..core.errors import ToolError
 from ..core.registry import TOOLSETS_HEADER, CallResult, Registry, Tool, request_toolsets
@@ -582,7 +583,8 @@ class MCPSurface:
     # -- resources, subscriptions, prompts, completion ----------------------------------------
 
     def _scope(self, rctx: Any) -> Scope:
-        return Scope(self.ctx, self.registry, _toolsets(rctx))
+        toolsets, read_only = _narrowing(rctx)
+        return Scope(self.ctx, self.registry, toolsets, read_only)
 
     async def _list_resources(
         self, rctx: Any, params: types.PaginatedRequestParams | None
@@ -766,7 +768,8 @@ class MCPSurface:
         self, rctx: Any, params: types.PaginatedRequestParams | None
     ) -> dict[str, Any]:
         offset = decode_cursor(params.cursor if params is not None else None)
-        visible = self.registry.visible(self.ctx, _toolsets(rctx))
+        toolsets, read_only = _narrowing(rctx)
+        visible = self.registry.visible(self.ctx, toolsets, read_only=read_only)
         if offset > len(visible):
             raise MCPError(types.INVALID_PARAMS, "Invalid cursor: past the end of the tool list")
         page = visible[offset : offset + self.page_size]
@@ -774,7 +777,11 @@ class MCPSurface:
         # In wire form, like call results (the SDK validates it on the way out): the envelope
         # (the caching fields of 2026-07-28 among them) from the SDK's model, the tools cached.
         answer = types.ListToolsResult(
-            tools=[], next_cursor=encode_cursor(following) if following < len(visible) else None
+            tools=[],
+            next_cursor=encode_cursor(following) if following < len(visible) else None,
+            # The list depends on who asks (an OAuth token's scopes, the chosen tool sets):
+            # never to be served from a cache shared with others.
+            cache_scope="private",
         ).model_dump(by_alias=True, mode="json", exclude_none=True)
         answer["tools"] = [self._wire_tool(t) for t in page]
         return answer
@@ -826,6 +833,7 @@ class MCPSurface:
         self,
         name: str,
         toolsets: frozenset[str] | None,
+        read_only: bool,
         arguments: dict[str, Any],
         result: CallResult,
     ) -> list[dict[str, Any]]:
@@ -835,7 +843,7 @@ class MCPSurface:
         tool = self.registry.find(name)
         if tool is None or tool.plugin is not None:
             return []
-        scope = Scope(self.ctx, self.registry, toolsets)
+        scope = Scope(self.ctx, self.registry, toolsets, read_only)
         try:
             return links_for(scope, name, tool.toolset, arguments, result.value)
         except Exception:  # a link is a courtesy: it never fails the call
@@ -875,6 +883,7 @@ class MCPSurface:
                 always_window=True,
                 toolsets=origin.toolsets,
                 caller=origin.caller,
+                read_only=origin.read_only,
             )
         except ToolError as e:  # the registry turns every failure, bugs too, into one
             return error_result(str(e))
@@ -882,7 +891,7 @@ class MCPSurface:
             if actor is not None:
                 actor.running = False  # what its background work changes later is told
             current_actor.reset(token)
-        links = self._links(name, origin.toolsets, arguments, result)
+        links = self._links(name, origin.toolsets, origin.read_only, arguments, result)
         return call_tool_result(result, origin.protocol_version, links)
 
     def _call_origin(self, rctx: Any) -> CallOrigin:
@@ -891,10 +900,12 @@ class MCPSurface:
         user = _user(rctx)
         legacy = rctx.protocol_version not in MODERN_PROTOCOL_VERSIONS
         meta = rctx.meta or {}
+        toolsets, read_only = _narrowing(rctx)
         return CallOrigin(
             protocol_version=rctx.protocol_version,
             principal=_principal_id(user),
-            toolsets=_toolsets(rctx),
+            toolsets=toolsets,
+            read_only=read_only,
             # Who pages through result windows: one session of one user (none without one).
             caller=None if session is None else (session, str(getattr(user, "username", user))),
             session=session if legacy else None,
@@ -1072,6 +1083,18 @@ def _standalone_notifier(session: Any) -> Callable[[], _Relay]:
 def _user(rctx: Any) -> Any:
     """The SDK user of the HTTP request behind ``rctx`` (see ``session_owner``)."""
     return getattr(getattr(rctx, "request", None), "scope", {}).get("user")
+
+
+def _narrowing(rctx: Any) -> tuple[frozenset[str] | None, bool]:
+    """The tool sets a request may use and whether only read-only tools: the connection's
+    choice (:func:`_toolsets`), within what its OAuth token allows (its principal's access)."""
+    toolsets = _toolsets(rctx)
+    access = getattr(_user(rctx), "access", None)
+    if not isinstance(access, Access):
+        return toolsets, False
+    if access.toolsets is not None:
+        toolsets = access.toolsets if toolsets is None else toolsets & access.toolsets
+    return toolsets, access.read_only
 
 
 def _principal_id(user: Any) -> str | None:

@@ -82,8 +82,10 @@ class CallOrigin:
     protocol_version: str
     #: Who made the request; the task is theirs alone.
     principal: str | None
-    #: The tool sets the request's connection chose.
+    #: The tool sets the request's connection chose (within what its OAuth token allows).
     toolsets: frozenset[str] | None = None
+    #: Whether the connection may use read-only tools only (an OAuth grant's ``mcp:read``).
+    read_only: bool = False
     #: Who pages through result windows (a legacy session and user).
     caller: Hashable | None = None
     #: The request's progress token (2025-11-25: valid for the task's whole life).

@@ -3,8 +3,9 @@
  *
  * One plugin keeps this window linked to the server (`connection.ts`), reports and edits the
  * active editor (`editor.ts`), lists and runs commands (`actions.ts`), asks for approvals
- * (`dialogs.ts`) and shows what agents do (`activity.ts`) and mirrors breakpoints in the debugger (`breakpoints.ts`);
- * it reports the changes of the documents it shows (`changes.ts`).
+ * (`dialogs.ts`), shows what agents do and which clients are allowed with OAuth (`activity.ts`,
+ * `grants.ts`), mirrors breakpoints in the debugger (`breakpoints.ts`) and reports the changes
+ * of the documents it shows (`changes.ts`).
  */
 import {
   ILabShell,
@@ -71,7 +72,10 @@ const plugin: JupyterFrontEndPlugin<void> = {
       new BreakpointSync(connection, debuggerService, notebooks);
     }
 
-    const panel = new ActivityPanel(connection);
+    const panel = new ActivityPanel(
+      connection,
+      app.serviceManager.serverSettings
+    );
     if (labShell) {
       labShell.add(panel, 'right', { rank: 900 });
     }

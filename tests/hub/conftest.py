@@ -31,11 +31,16 @@ def hub(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Hub]:
     state.mkdir()
     for user in USERS:
         _quiet_lab(homes / user)
-    # The admin makes bob's server read-only (alice's has no policy).
+    # The admin makes bob's server read-only. alice's fetches OAuth client metadata from
+    # loopback over http, where the OAuth tests publish their client's document.
     policies = base / "policies"
     (policies / "bob").mkdir(parents=True)
     (policies / "bob" / "jupyter_server_config.json").write_text(
         json.dumps({"JupyterMCP": {"read_only": True}})
+    )
+    (policies / "alice").mkdir(parents=True)
+    (policies / "alice" / "jupyter_server_config.json").write_text(
+        json.dumps({"JupyterMCP": {"oauth_allow_insecure_client_metadata": True}})
     )
     ports = {name: free_port() for name in ("public", "hub", "proxy_api")}
     admin_token = secrets.token_hex(16)

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx2
+import mcp_types as types
 import pytest
 from code_notebook import write_code_notebook
 from mcp import MCPError
@@ -422,7 +423,8 @@ async def test_legacy_refusals_name_what_is_wrong(mcp_url, token):
 async def test_modern_discover_declares_the_extension_and_quick_work_answers_inline(mcp_url, token):
     ext = TasksExtension()
     async with modern_client(mcp_url, token, tasks=ext) as client:
-        capabilities = client.server_capabilities
+        discovered = await client.session.send_discover("2026-07-28")
+        capabilities = types.DiscoverResult.model_validate(discovered).capabilities
         quick = await client.call_tool("wait", {"milliseconds": 10})
         inline = list(ext.created)
         slow = await client.call_tool("wait", {"milliseconds": 2500})
