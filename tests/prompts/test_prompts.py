@@ -12,6 +12,7 @@ import nbformat
 import pytest
 from mcp import MCPError
 from mcp_types import PromptReference
+from notebook_files import write_notebook
 
 MODES = ["legacy", "auto"]
 NAMES = ["explain_notebook", "fix_failing_cell", "debug_cell", "review_changes", "tidy_notebook"]
@@ -19,12 +20,6 @@ NAMES = ["explain_notebook", "fix_failing_cell", "debug_cell", "review_changes",
 
 def analysis(root: Path) -> list[str]:
     """A notebook whose third cell fails on a name the second defines; its cell ids."""
-    nb = nbformat.v4.new_notebook()
-    nb.metadata["kernelspec"] = {
-        "name": "python3",
-        "display_name": "Python 3",
-        "language": "python",
-    }
     load = nbformat.v4.new_code_cell("import math\nrows = [1, 2, 3]", execution_count=2)
     scale = nbformat.v4.new_code_cell("factor = 10\n%matplotlib inline", execution_count=3)
     fail = nbformat.v4.new_code_cell("total = sum(rows) * factor / zero", execution_count=1)
@@ -33,9 +28,8 @@ def analysis(root: Path) -> list[str]:
             "error", ename="NameError", evalue="name 'zero' is not defined", traceback=["NameError"]
         )
     ]
-    nb.cells = [nbformat.v4.new_markdown_cell("# Analysis"), load, scale, fail]
-    (root / "analysis.ipynb").write_text(nbformat.writes(nb))
-    return [c.id for c in nb.cells]
+    cells = [nbformat.v4.new_markdown_cell("# Analysis"), load, scale, fail]
+    return write_notebook(root / "analysis.ipynb", cells)
 
 
 def embedded(message: Any) -> Any:

@@ -20,7 +20,7 @@ import pytest
 from lab_windows import until
 from mcp import MCPError
 from mcp_types import ResourceTemplateReference
-from notebook_files import PNG
+from notebook_files import PNG, write_notebook
 
 MODES = ["legacy", "auto"]
 #: The not-found code of each era (2026-07-28 standardises on invalid params).
@@ -29,12 +29,6 @@ NOT_FOUND = {"legacy": -32002, "auto": -32602}
 
 def notebook(root: Path, name: str = "n.ipynb") -> tuple[Path, list[str]]:
     """A notebook of a markdown cell, a failing code cell and a picture; its cell ids."""
-    nb = nbformat.v4.new_notebook()
-    nb.metadata["kernelspec"] = {
-        "name": "python3",
-        "display_name": "Python 3",
-        "language": "python",
-    }
     code = nbformat.v4.new_code_cell("x = 1\n1 / 0", execution_count=1)
     code.outputs = [
         nbformat.v4.new_output(
@@ -45,11 +39,8 @@ def notebook(root: Path, name: str = "n.ipynb") -> tuple[Path, list[str]]:
     plot.outputs = [
         nbformat.v4.new_output("display_data", data={"image/png": PNG, "text/plain": "<Figure>"})
     ]
-    nb.cells = [nbformat.v4.new_markdown_cell("# Title"), code, plot]
     path = root / name
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(nbformat.writes(nb))
-    return path, [c.id for c in nb.cells]
+    return path, write_notebook(path, [nbformat.v4.new_markdown_cell("# Title"), code, plot])
 
 
 async def all_resources(client: Any) -> tuple[list[Any], int]:
