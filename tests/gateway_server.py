@@ -8,6 +8,12 @@ websockets included, that does not carry ``Authorization: token <token>``.
 
 A test server is pointed at it with :func:`gateway_config` (``c.GatewayClient``), as a user's
 ``jupyter lab --gateway-url=… --GatewayClient.auth_token=…`` would.
+
+The gateway is configured through its environment (``KG_IP``, ``KG_PORT``, ``KG_AUTH_TOKEN`` …),
+which Enterprise Gateway reads too: ``JUPYTER_MCP_TEST_GATEWAY`` names another command that
+starts one, such as ``/opt/eg/bin/python -m enterprise_gateway`` for an Enterprise Gateway
+installed in an environment of its own (Enterprise Gateway 3.3 needs jupyter_server < 2, so it
+cannot share this one).
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import os
+import shlex
 import subprocess
 import sys
 import urllib.error
@@ -72,36 +79,29 @@ def _answers(gateway: KernelGateway) -> bool:
 def kernel_gateway(folder: Path, *, token: str | None) -> Iterator[KernelGateway]:
     """A Kernel Gateway running in ``folder`` until the block ends (then it and its kernels
     are stopped)."""
-    if importlib.util.find_spec("kernel_gateway") is None:
-        raise AssertionError(
-            "jupyter-kernel-gateway is not installed: pip install -e '.[test]' (make test does it)"
-        )
+    command = shlex.split(os.environ.get("JUPYTER_MCP_TEST_GATEWAY", ""))
+    if not command:
+        if importlib.util.find_spec("kernel_gateway") is None:
+            raise AssertionError(
+                "jupyter-kernel-gateway is not installed: pip install -e '.[test]' "
+                "(make test does it)"
+            )
+        command = [sys.executable, "-m", "kernel_gateway"]
     port = free_port()
-    env = dict(os.environ)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("KG_", "EG_"))}
     for name in ("runtime", "data", "config"):
         (folder / name).mkdir(parents=True, exist_ok=True)
         env[f"JUPYTER_{name.upper()}_DIR"] = str(folder / name)
     env["JUPYTER_CONFIG_PATH"] = str(folder / "config")
-    env.pop("KG_AUTH_TOKEN", None)
+    env.update(KG_IP="127.0.0.1", KG_PORT=str(port), KG_PORT_RETRIES="0")
+    # jupyter_server lists the gateway's kernels to refresh their states.
+    env["KG_LIST_KERNELS"] = "True"
     if token:
         env["KG_AUTH_TOKEN"] = token  # as its documentation says to pass it: not on argv
     log_file = folder / "gateway.log"
     with log_file.open("wb") as log:
         process = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "kernel_gateway",
-                "--KernelGatewayApp.ip=127.0.0.1",
-                f"--KernelGatewayApp.port={port}",
-                "--KernelGatewayApp.port_retries=0",
-                # jupyter_server lists the gateway's kernels to refresh their states.
-                "--JupyterWebsocketPersonality.list_kernels=True",
-            ],
-            cwd=folder,
-            env=env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
+            command, cwd=folder, env=env, stdout=log, stderr=subprocess.STDOUT
         )
     gateway = KernelGateway(f"http://127.0.0.1:{port}", token, process, log_file)
     try:

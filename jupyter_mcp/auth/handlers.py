@@ -389,7 +389,8 @@ class ConsentHandler(OAuthHandlerMixin, JupyterHandler):
         client = found.client
         requested = found.requested
         served = self.oauth.served_toolsets()
-        offered = [t for t in TOOLSETS if t in (requested.toolsets or served)]
+        # The sets asked for (all when none was named) that this server serves.
+        offered = [t for t in TOOLSETS if t in (requested.toolsets or served) and t in served]
         redirect = urlsplit(str(found.params.redirect_uri))
         user = self.current_user
         settings = self.oauth.settings

@@ -19,6 +19,8 @@ Nothing here knows HTTP or OAuth's wire formats; the provider (:mod:`.provider`)
 from __future__ import annotations
 
 import contextlib
+import copy
+import dataclasses
 import hashlib
 import json
 import logging
@@ -122,13 +124,6 @@ class Grant:
 
 
 @dataclass
-class _Change:
-    """Whether a change under the lock changed anything (else nothing is written)."""
-
-    made: bool = True
-
-
-@dataclass
 class Issued:
     """Tokens just made for a grant (the only time they exist in plain text)."""
 
@@ -143,23 +138,41 @@ class StoreError(Exception):
     """The grants file cannot be read or written (the message says where and why)."""
 
 
+@dataclass(frozen=True)
+class _State:
+    """The file as last read: replaced whole, never changed, so readers need no lock."""
+
+    stamp: tuple[int, int, int] | None = None
+    clients: dict[str, dict[str, Any]] = field(default_factory=dict)
+    grants: dict[str, Grant] = field(default_factory=dict)
+    #: Token digest -> (grant id, "access" | "refresh" | "spent").
+    tokens: dict[str, tuple[str, str]] = field(default_factory=dict)
+
+
+@dataclass
+class _Work:
+    """A change being made under the lock: copies of the clients and grants to change, and
+    whether anything changed (nothing is written otherwise)."""
+
+    clients: dict[str, dict[str, Any]]
+    grants: dict[str, Grant]
+    made: bool = True
+
+
 class GrantStore:
     """The grants file: read when it changed, changed under its lock, replaced atomically.
 
-    Safe to use from several threads. Reads never block on the lock (a replace is atomic);
-    changes take it, so they are best made off the event loop (the provider does).
+    Safe to use from several threads. Reads take no lock while the file is unchanged (one
+    ``stat``), so the event loop never waits for a change being written; changes take the
+    lock, and are best made off the event loop (the provider does).
     """
 
     def __init__(self, path: Path | str | None = None, *, clock: Callable[[], float] = time.time):
         self.path = Path(path) if path else default_path()
         self.clock = clock
         self._guard = threading.RLock()
-        self._stamp: tuple[int, int, int] | None = None
-        self._clients: dict[str, dict[str, Any]] = {}
-        self._grants: dict[str, Grant] = {}
-        # Token digest -> (grant id, "access" | "refresh" | "spent").
-        self._tokens: dict[str, tuple[str, str]] = {}
-        # Last uses seen by this process and not yet written.
+        self._state = _State()
+        # Last uses seen by this process and not yet written (replaced whole when written).
         self._unsaved_uses: dict[str, float] = {}
 
     # -- reading ---------------------------------------------------------------------------
@@ -173,10 +186,18 @@ class GrantStore:
             raise StoreError(f"Cannot read {self.path}: {e}") from e
         return (st.st_ino, st.st_mtime_ns, st.st_size)
 
-    def _load_if_changed(self) -> None:
+    def _current(self) -> _State:
+        """The file's content as it is now (read again only when its stamp changed)."""
+        state = self._state
+        if self._current_stamp() == state.stamp:
+            return state
+        with self._guard:
+            if self._current_stamp() != self._state.stamp:
+                self._state = self._read()
+            return self._state
+
+    def _read(self) -> _State:
         stamp = self._current_stamp()
-        if stamp == self._stamp and (stamp is not None or not self._grants):
-            return
         data: dict[str, Any] = {}
         if stamp is not None:
             try:
@@ -198,70 +219,59 @@ class GrantStore:
                 stamp, data = None, {}
             else:
                 _tighten(self.path)
-        self._clients = {
-            k: v for k, v in (data.get("clients") or {}).items() if isinstance(v, dict)
-        }
-        grants = {}
+        clients = {k: v for k, v in (data.get("clients") or {}).items() if isinstance(v, dict)}
+        grants: dict[str, Grant] = {}
         for key, value in (data.get("grants") or {}).items():
             try:
                 grants[key] = Grant.from_json(value)
             except (TypeError, AttributeError):
                 log.warning("jupyter_mcp: skipping a malformed grant %r in %s", key, self.path)
-        self._grants = grants
-        self._tokens = {}
+        tokens: dict[str, tuple[str, str]] = {}
         for grant in grants.values():
             for hashed in grant.access:
-                self._tokens[hashed] = (grant.id, "access")
+                tokens[hashed] = (grant.id, "access")
             if grant.refresh:
-                self._tokens[grant.refresh] = (grant.id, "refresh")
+                tokens[grant.refresh] = (grant.id, "refresh")
             for hashed in grant.spent_refresh:
-                self._tokens[hashed] = (grant.id, "spent")
-        self._stamp = stamp
+                tokens[hashed] = (grant.id, "spent")
+        return _State(stamp, clients, grants, tokens)
 
     def grants(self, server: str | None = None) -> list[Grant]:
-        """Every live grant (of ``server`` only, when given), oldest first."""
-        with self._guard:
-            self._load_if_changed()
-            now = self.clock()
-            found = [
-                g
-                for g in self._grants.values()
-                if (server is None or g.server == server) and g.refresh_expires > now
-            ]
-        for grant in found:
-            grant.last_used = self._unsaved_uses.get(grant.id, grant.last_used)
+        """Every live grant (of ``server`` only, when given), oldest first, with the last uses
+        this process saw."""
+        state, now, uses = self._current(), self.clock(), self._unsaved_uses
+        found = [
+            dataclasses.replace(g, last_used=max(g.last_used or 0, uses.get(g.id, 0)) or None)
+            for g in state.grants.values()
+            if (server is None or g.server == server) and g.refresh_expires > now
+        ]
         return sorted(found, key=lambda g: g.created)
 
     def grant(self, grant_id: str) -> Grant | None:
         """The grant ``grant_id``, if it still exists."""
-        with self._guard:
-            self._load_if_changed()
-            return self._grants.get(grant_id)
+        return self._current().grants.get(grant_id)
 
     def find(self, token: str) -> tuple[Grant, str] | None:
         """The grant a token belongs to and what the token is there (``access``, ``refresh``,
         or ``spent``: a refresh token rotated out), or None for a token no grant knows."""
-        with self._guard:
-            self._load_if_changed()
-            found = self._tokens.get(digest(token))
-            if found is None:
-                return None
-            grant = self._grants.get(found[0])
-            return None if grant is None else (grant, found[1])
+        state = self._current()
+        found = state.tokens.get(digest(token))
+        if found is None:
+            return None
+        grant = state.grants.get(found[0])
+        return None if grant is None else (grant, found[1])
 
     def client(self, client_id: str, server: str) -> dict[str, Any] | None:
         """The record of a client registered with ``server``."""
-        with self._guard:
-            self._load_if_changed()
-            record = self._clients.get(client_id)
-            return record if record is not None and record.get("server") == server else None
+        record = self._current().clients.get(client_id)
+        return record if record is not None and record.get("server") == server else None
 
     # -- changing --------------------------------------------------------------------------
 
     @contextlib.contextmanager
-    def _changing(self) -> Iterator[_Change]:
-        """Lock the file, bring this copy up to date, let the caller change it, write it
-        (unless the caller says it changed nothing)."""
+    def _changing(self) -> Iterator[_Work]:
+        """Lock the file, read it as it is, let the caller change a copy, write that (unless
+        the caller says it changed nothing)."""
         with self._guard:
             self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
             lock_path = self.path.with_name(self.path.name + ".lock")
@@ -272,29 +282,28 @@ class GrantStore:
             try:
                 if fcntl is not None:
                     fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
-                self._load_if_changed()
-                change = _Change()
-                yield change
-                if change.made:
-                    self._write()
+                state = self._current()
+                work = _Work(copy.deepcopy(state.clients), copy.deepcopy(state.grants))
+                yield work
+                if work.made:
+                    self._write(work)
             finally:
                 lock.close()  # releases the lock
 
-    def _write(self) -> None:
+    def _write(self, work: _Work) -> None:
         now = self.clock()
-        for grant_id, when in self._unsaved_uses.items():
-            grant = self._grants.get(grant_id)
+        uses, self._unsaved_uses = self._unsaved_uses, {}
+        for grant_id, when in uses.items():
+            grant = work.grants.get(grant_id)
             if grant is not None and (grant.last_used or 0) < when:
                 grant.last_used = when
-        self._unsaved_uses.clear()
         # Dead grants (their refresh token expired) are dropped. Expired access tokens stay
         # (two per grant at most) so that their next use can say they expired.
-        for grant_id in [g for g, grant in self._grants.items() if grant.refresh_expires <= now]:
-            del self._grants[grant_id]
+        grants = {g: grant for g, grant in work.grants.items() if grant.refresh_expires > now}
         data = {
             "version": VERSION,
-            "clients": self._clients,
-            "grants": {g.id: asdict(g) for g in self._grants.values()},
+            "clients": work.clients,
+            "grants": {g: asdict(grant) for g, grant in grants.items()},
         }
         temporary = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
         try:
@@ -306,31 +315,28 @@ class GrantStore:
         except OSError as e:
             with contextlib.suppress(OSError):
                 temporary.unlink()
+            self._unsaved_uses.update(uses)  # to be written next time
             raise StoreError(f"Cannot write {self.path}: {e}") from e
-        self._stamp = None
-        self._load_if_changed()
+        self._state = self._read()
 
     def add_client(self, record: dict[str, Any], server: str) -> None:
         """Keep a dynamically registered client (for ``server``)."""
-        with self._changing():
-            self._clients[record["client_id"]] = {
-                **record,
-                "server": server,
-                "registered": self.clock(),
-            }
-            if len(self._clients) > MAX_CLIENTS:
-                used = {g.client_id for g in self._grants.values()}
+        with self._changing() as work:
+            clients = work.clients
+            clients[record["client_id"]] = {**record, "server": server, "registered": self.clock()}
+            if len(clients) > MAX_CLIENTS:
+                used = {g.client_id for g in work.grants.values()}
                 idle = sorted(
-                    (c for c in self._clients.values() if c["client_id"] not in used),
+                    (c for c in clients.values() if c["client_id"] not in used),
                     key=lambda c: c.get("registered", 0),
                 )
-                for old in idle[: len(self._clients) - MAX_CLIENTS]:
-                    del self._clients[old["client_id"]]
+                for old in idle[: len(clients) - MAX_CLIENTS]:
+                    del clients[old["client_id"]]
 
     def add_grant(self, grant: Grant, *, access_lifetime: float, refresh_lifetime: float) -> Issued:
         """Keep a new grant and make its first tokens."""
-        with self._changing():
-            self._grants[grant.id] = grant
+        with self._changing() as work:
+            work.grants[grant.id] = grant
             return self._issue(grant, grant.scopes, access_lifetime, refresh_lifetime)
 
     def rotate(
@@ -345,9 +351,10 @@ class GrantStore:
         """New tokens for a grant in place of its refresh token (which is spent from now on):
         an access token with ``scopes`` (the grant's or fewer), a refresh token with the grant's
         own. None when that refresh token is not the grant's current one any more."""
-        with self._changing():
-            grant = self._grants.get(grant_id)
+        with self._changing() as work:
+            grant = work.grants.get(grant_id)
             if grant is None or grant.refresh != digest(refresh_token):
+                work.made = False
                 return None
             grant.spent_refresh = [grant.refresh, *grant.spent_refresh][:SPENT_REFRESH_TOKENS]
             return self._issue(grant, scopes, access_lifetime, refresh_lifetime)
@@ -357,6 +364,7 @@ class GrantStore:
     ) -> Issued:
         now = self.clock()
         access, refresh = new_token(ACCESS_PREFIX), new_token(REFRESH_PREFIX)
+        # The newest access tokens made before stay, LIVE_ACCESS_TOKENS in all with this one.
         kept = sorted(grant.access.items(), key=lambda item: item[1]["expires"])
         kept = kept[len(kept) - (LIVE_ACCESS_TOKENS - 1) :] if LIVE_ACCESS_TOKENS > 1 else []
         expires = now + access_lifetime
@@ -370,9 +378,9 @@ class GrantStore:
         file is left as it is)."""
         if self.grant(grant_id) is None:
             return False
-        with self._changing() as change:
-            change.made = self._grants.pop(grant_id, None) is not None
-            return change.made
+        with self._changing() as work:
+            work.made = work.grants.pop(grant_id, None) is not None
+            return work.made
 
     def touch(self, grant_id: str) -> None:
         """Note a use of a grant now (written by the next change or :meth:`flush`)."""

@@ -15,8 +15,8 @@ one websocket to the gateway (Jupyter Kernel Gateway, Enterprise Gateway). As ju
   until one comes or its time is up, a core busy for as long as anybody waits;
 - a kernel that the gateway restarted after it died is told only by a ``restarting`` status
   that a reader may never look at, and a closed websocket by nothing a reader sees;
-- closing it waits up to 3 s, on the event loop, for a closing frame its own router thread
-  may have read.
+- closing it may wait up to 3 s, on the event loop, for the gateway's closing frame, when its
+  own router thread read that frame first.
 
 :class:`GatewayKernelConnection` keeps jupyter_server's websocket transport (its router
 thread and message encoding) and mends those five: the websocket is opened from a thread with
@@ -195,20 +195,25 @@ class GatewayKernelConnection(GatewayKernelClient):
         if socket is None or self._channels_stopped:
             return
         self._channels_stopped = True
-        # No waiting for the gateway's closing frame: the router thread reads the socket and
-        # would take it, and jupyter_server's close then waits its 3 s on the event loop.
+        # No waiting for the gateway's closing frame: the router thread reads the socket too,
+        # and when it takes that frame, websocket-client's close waits its 3 s for it.
         with contextlib.suppress(Exception):
             socket.close(timeout=0)
         if router is not None:
             router.join(timeout=ROUTER_JOIN)
 
     @property
+    def closed(self) -> bool:
+        """Whether the websocket closed: the kernel was shut down, or the gateway went away
+        (or this client stopped its channels)."""
+        router = self.response_router
+        return self._channels_stopped or (router is not None and not router.is_alive())
+
+    @property
     def lost(self) -> bool:
         """Whether the kernel this client connected to is gone for it: restarted by the
-        gateway, or the websocket closed (the kernel was shut down, the gateway went away)."""
-        router = self.response_router
-        closed = router is not None and not router.is_alive()
-        return self.restarted or self._channels_stopped or closed
+        gateway, or the websocket closed."""
+        return self.restarted or self.closed
 
     async def _async_is_alive(self) -> bool:
         # jupyter_client asks the kernel manager, whose local check needs a kernel process;

@@ -271,6 +271,12 @@ def connection_lost(client: Any) -> bool:
     return isinstance(client, GatewayKernelConnection) and client.lost
 
 
+def connection_closed(client: Any) -> bool:
+    """Whether a gateway client's websocket closed (not a restart of its kernel: the kernel was
+    shut down at the gateway, or the gateway went away)."""
+    return isinstance(client, GatewayKernelConnection) and client.closed
+
+
 async def client_alive(client: Any, manager: Any, connected_to: tuple[Any, int]) -> bool:
     """Whether the kernel a client connected to (its :func:`incarnation` then) still runs, as
     the same process."""

@@ -58,8 +58,6 @@ INLINE_WAIT = 0.5
 POLL_INTERVAL_MS = 1000
 #: Tasks per ``tasks/list`` page.
 PAGE_SIZE = 100
-#: Methods whose ``Mcp-Name`` header carries the ``taskId`` (2026-07-28 Streamable HTTP).
-NAMED_BY_TASK_ID = frozenset({"tasks/get", "tasks/update", "tasks/cancel"})
 
 _MISSING_EXTENSION: dict[str, Any] = {"requiredCapabilities": {"extensions": {EXTENSION: {}}}}
 

@@ -683,3 +683,18 @@ async def test_a_consent_post_without_the_pages_xsrf_token_is_refused(
     assert answer.status_code in (403, 404)
     assert not server.file.exists()
     assert client_site._callbacks.empty()
+
+
+async def test_an_unknown_or_expired_request_shows_why_on_the_consent_page(
+    server: Server, client_site: ClientSite
+) -> None:
+    first = await authorize_url(server, **params(client_site, server))
+    server.oauth.clock = lambda: time.time() + 601  # the request waited more than 10 minutes
+    async with httpx2.AsyncClient() as http:
+        page = await http.get(
+            first.headers["Location"], headers={"Authorization": f"token {server.token}"}
+        )
+
+    assert page.status_code == 400
+    assert "unknown or has expired" in page.text and "start again from the client" in page.text
+    assert client_site._callbacks.empty()

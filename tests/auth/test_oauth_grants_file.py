@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import stat
+import threading
 from pathlib import Path
 
 import pytest
@@ -155,3 +156,39 @@ def test_scopes_are_checked_and_made_canonical() -> None:
         parse_scopes(["mcp", "openid"])
     with pytest.raises(ScopeError, match="nope"):
         parse_scopes(["mcp:toolsets:nope"])
+
+
+def test_uses_noted_while_changes_are_written_are_neither_lost_nor_in_the_way(
+    tmp_path: Path,
+) -> None:
+    # The event loop notes uses and reads on every request while a worker thread writes.
+    store = GrantStore(tmp_path / "oauth.json")
+    _, refresh = add(store, grant())
+    stop = threading.Event()
+    errors: list[BaseException] = []
+
+    def requests() -> None:
+        try:
+            while not stop.is_set():
+                store.touch("g1")
+                assert store.grant("g1") is not None
+        except BaseException as e:  # noqa: BLE001 - reported by the test
+            errors.append(e)
+
+    reader = threading.Thread(target=requests)
+    reader.start()
+    try:
+        for _ in range(20):
+            issued = store.rotate(
+                "g1", refresh, ["mcp"], access_lifetime=3600, refresh_lifetime=86400
+            )
+            assert issued is not None
+            refresh = issued.refresh_token
+            store.flush()
+    finally:
+        stop.set()
+        reader.join()
+    store.flush()
+
+    assert errors == []
+    assert GrantStore(store.path).grant("g1").last_used is not None  # type: ignore[union-attr]

@@ -30,6 +30,7 @@ from notebook_files import answer_of, on_disk
 from process_table import descendants
 
 from jupyter_mcp.documents.notebook_view import cell_marker_lines, notebook_view
+from jupyter_mcp.kernels.managers import connected_client
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -319,7 +320,8 @@ async def test_the_debugger_of_a_gateway_kernel_stops_at_a_breakpoint(
 async def test_a_gateway_kernel_that_dies_mid_run_ends_the_run_and_the_next_run_gets_it_back(
     connect: Any, jp_root_dir: Path, gateway: KernelGateway
 ) -> None:
-    dies = "import os\nprint('going', flush=True)\nos._exit(1)"
+    # (a moment between the print and the end, for the output to leave the dying kernel)
+    dies = "import os, time\nprint('going', flush=True)\ntime.sleep(1)\nos._exit(1)"
     write_code_notebook(jp_root_dir, "dies.ipynb", "x = 1", dies, "print('never')", ids=True)
     async with connect() as client:
         # When the kernel dies in the middle of the run (the gateway restarts it)
@@ -417,6 +419,7 @@ async def test_a_gateway_that_goes_away_mid_run_ends_the_run_with_a_clear_error(
         # Then the run ends with what it had, long before its two minutes
         ended = await answer_of(client, "get_execution", executionId=execution, waitMs=60_000)
         assert ended["status"] == "error", ended
+        assert "The connection to the kernel closed" in ended["error"]
         assert ended["cells"][0]["outputs"][0]["text"].startswith("tick 0\n")
         # And what needs the gateway says it is not there, at once
         again = await answer_of(client, "execute_notebook_cells", pathInProject="away.ipynb")
@@ -438,11 +441,39 @@ async def test_a_restart_in_the_middle_of_a_run_ends_the_run_at_once(
         # When the kernel is restarted while the cell runs (a restart the gateway does not
         # announce on the kernel's channels, as JupyterLab's restart button would ask for it)
         await answer_of(client, "kernel_action", action="restart", pathInProject="restart.ipynb")
-        # Then the run is over, not waiting for a cell the old kernel took with it
+        # Then the run is over, not waiting for a cell the old kernel took with it: the
+        # restart interrupted the cell and its answer came (Enterprise Gateway), or it was lost
+        # with the old kernel (Kernel Gateway)
         ended = await answer_of(client, "get_execution", executionId=execution, waitMs=30_000)
-        assert ended["status"] == "error" and ended["cells"][0]["status"] == "died", ended
+        assert ended["status"] in ("error", "interrupted"), ended
+        assert ended["cells"][0]["status"] in ("died", "interrupted")
         assert ended["cells"][0]["outputs"][0]["text"].startswith("tick 0\n")
         after = await answer_of(
             client, "execute_code_in_kernel", pathInProject="restart.ipynb", code="1"
         )
         assert after["status"] == "ok"
+
+
+async def test_a_gateway_kernel_busy_with_another_clients_cell_is_a_progress_indicator(
+    connect: Any, jp_root_dir: Path, jp_serverapp: Any
+) -> None:
+    write_code_notebook(jp_root_dir, "busy.ipynb", "1", ids=True)
+    async with connect() as client:
+        kernel = await answer_of(
+            client, "kernel_action", action="start", pathInProject="busy.ipynb"
+        )
+        # Given a cell of another client's (the user's JupyterLab, say) running in the kernel,
+        # which only the gateway sees
+        async with connected_client(jp_serverapp, kernel["kernelId"]) as user:
+            user.execute("import time; time.sleep(60)")
+            # Then the progress indicators show the kernel busy, as the gateway says it is
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + 60
+            while not [
+                i
+                for i in await answer_of(client, "get_progress_indicators")
+                if i.get("kernelId") == kernel["kernelId"] and "busy.ipynb" in i["title"]
+            ]:
+                assert loop.time() < deadline, "the busy kernel was never shown"
+                await asyncio.sleep(0.2)
+            await answer_of(client, "kernel_action", action="interrupt", pathInProject="busy.ipynb")
