@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import gc
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import fields
 from pathlib import Path
@@ -16,6 +17,7 @@ from traitlets import Bool, Float, Int, List, TraitError, Unicode, Union, observ
 from .core.context import Settings, ToolContext
 from .core.registry import TOOLSETS, Registry, unknown_toolsets
 from .core.version import __version__
+from .documents.jupyter_contents import serve_stable_ids
 from .lab.editor import EditorBridge
 from .lab.live_notebooks import LiveNotebooks
 from .plugins.host import load_plugins
@@ -198,6 +200,7 @@ class JupyterMCP(ExtensionApp):
     tool_context: ToolContext
     _warm_task: asyncio.Task[None] | None = None
     _froze_heap = False
+    _unserve_ids: Callable[[], None] | None = None
 
     def settings_snapshot(self) -> Settings:
         """The current policies as the plain object tools read (one trait per field)."""
@@ -290,8 +293,11 @@ class JupyterMCP(ExtensionApp):
         services.before_file_write = editor.before_file_write
         services.on_file_written = editor.on_file_written
         services.approver = editor.approve
-        # Notebooks open in JupyterLab (or shared, with jupyter-collaboration) change live.
+        # Notebooks open in JupyterLab (or shared, with jupyter-collaboration) change live, and
+        # load through the contents manager with the cell ids the tools give out.
         services.notebooks = LiveNotebooks(self.tool_context, editor, services.notebooks)
+        if contents_manager is not None:
+            self._unserve_ids = serve_stable_ids(contents_manager, self.tool_context)
         self.registry.observers.append(editor.record_call)
         self.registry.start_observers.append(editor.call_started)
         self.log.info(
@@ -354,6 +360,9 @@ class JupyterMCP(ExtensionApp):
             # what start-up made becomes collectable again.
             gc.unfreeze()
             self._froze_heap = False
+        if self._unserve_ids is not None:
+            self._unserve_ids()
+            self._unserve_ids = None
         context = getattr(self, "tool_context", None)
         if context is not None:
             await context.services.aclose(self.log)

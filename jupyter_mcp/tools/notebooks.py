@@ -9,11 +9,13 @@ lock, the one the file tools take.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from ..core.context import ToolContext
 from ..core.registry import ToolSet, WithImages
 from ..documents import cells as ops
+from ..documents.notebook_document import NotebookDocument
 from ..lab.notebooks import (
     LISTING_TEXT_LIMIT,
     cell_images,
@@ -44,6 +46,14 @@ EXPECTED = {
         "the cell changed since, nothing is changed and the error gives the current source."
     ),
 }
+
+
+async def _change(
+    doc: NotebookDocument, edit: Callable[[dict[str, Any]], dict[str, Any]]
+) -> dict[str, Any]:
+    """Apply a cell edit; the result says when it upgraded the notebook's file."""
+    result = await doc.change(edit)
+    return {**result, **doc.notes}
 
 
 @tools.tool(
@@ -154,8 +164,8 @@ async def insert_notebook_cell(
 ) -> dict[str, Any]:
     """Insert one cell."""
     doc = await open_notebook(ctx, pathInProject)
-    return await doc.change(
-        lambda nb: ops.insert_cell(nb, doc.shown, source, cellType, index, afterCellId)
+    return await _change(
+        doc, lambda nb: ops.insert_cell(nb, doc.shown, source, cellType, index, afterCellId)
     )
 
 
@@ -192,7 +202,8 @@ async def edit_notebook_cell(
 ) -> dict[str, Any]:
     """Edit one cell's source or type."""
     doc = await open_notebook(ctx, pathInProject)
-    return await doc.change(
+    return await _change(
+        doc,
         lambda nb: ops.edit_cell(
             nb,
             doc.shown,
@@ -204,7 +215,7 @@ async def edit_notebook_cell(
             replace_all=replaceAll,
             cell_type=cellType,
             expected_source=expectedSource,
-        )
+        ),
     )
 
 
@@ -225,7 +236,7 @@ async def delete_notebook_cells(
 ) -> dict[str, Any]:
     """Delete cells."""
     doc = await open_notebook(ctx, pathInProject)
-    return await doc.change(lambda nb: ops.delete_cells(nb, doc.shown, cellIds))
+    return await _change(doc, lambda nb: ops.delete_cells(nb, doc.shown, cellIds))
 
 
 @tools.tool(
@@ -251,7 +262,7 @@ async def move_notebook_cell(
 ) -> dict[str, Any]:
     """Move one cell."""
     doc = await open_notebook(ctx, pathInProject)
-    return await doc.change(lambda nb: ops.move_cell(nb, doc.shown, toIndex, cellId, index))
+    return await _change(doc, lambda nb: ops.move_cell(nb, doc.shown, toIndex, cellId, index))
 
 
 @tools.tool(
@@ -269,4 +280,4 @@ async def clear_notebook_outputs(
 ) -> dict[str, Any]:
     """Clear outputs."""
     doc = await open_notebook(ctx, pathInProject)
-    return await doc.change(lambda nb: ops.clear_outputs(nb, doc.shown, cellIds))
+    return await _change(doc, lambda nb: ops.clear_outputs(nb, doc.shown, cellIds))
