@@ -33,9 +33,10 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from ..core.context import ToolContext
 from ..core.errors import ToolError
 from ..documents.notebook_document import Location, NotebookDocument, NotebookDocuments
-from ..documents.notebook_file import FileNotebooks, stored_format
+from ..documents.notebook_file import FileNotebooks, load_notebook, stored_format
 from ..documents.notebook_format import (
     IDS_SINCE,
+    Stored,
     check_structure,
     give_ids,
     is_known_cell,
@@ -238,10 +239,14 @@ class _LiveExecution(ABC):
     async def _show_run(self, run: RunningCell, state: str) -> None:
         """Show ``run`` in the document (``state``: how far it is), the document's own way."""
 
-    async def _changed(self, saved_by: str) -> None:
-        """Say in ``notes`` when the change just made is the one that upgrades the notebook's
-        file, once ``saved_by`` stores it."""
-        stored = await asyncio.to_thread(stored_format, self.ctx, self.path, self.shown)
+    async def _stored(self) -> Stored | None:
+        """What the notebook's file says of itself now (read before a change: whether the
+        change is the one that upgrades it, once it is saved)."""
+        return await asyncio.to_thread(stored_format, self.ctx, self.path, self.shown)
+
+    def _changed(self, stored: Stored | None, saved_by: str) -> None:
+        """Say in ``notes`` when the change just made upgrades the file ``stored`` describes,
+        once ``saved_by`` stores it."""
         note = None if stored is None else upgrade_note(self.shown, stored, saved_by=saved_by)
         self.notes = {} if note is None else {"upgraded": note}
 
@@ -307,9 +312,10 @@ class WindowNotebook(_LiveExecution):
             _normalised(nb, self.shown)
             ops = cell_ops(before, nb["cells"])
             if ops:
+                stored = await self._stored()
                 if await self._requests.notebook_apply(self._lab_path, ops) is None:
                     raise self._closed()
-                await self._changed("the JupyterLab window")
+                self._changed(stored, "the JupyterLab window")
         return result
 
     async def _show_run(self, run: RunningCell, state: str) -> None:
@@ -415,10 +421,11 @@ class SharedNotebook(_LiveExecution):
             _normalised(nb, self.shown)
             if nb != before:
                 upgraded_for_write(nb)  # its cells have ids, which 4.5 is the first to keep
+                stored = await self._stored()
                 # jupyter_ydoc matches cells by id and updates only what changed, in one
                 # transaction, so every window sees the change as a change, not a reload.
                 self._ydoc.set(nb)
-                await self._changed("jupyter-collaboration")
+                self._changed(stored, "jupyter-collaboration")
         return result
 
     def _ycell(self, cell_id: str) -> Any:
@@ -496,16 +503,48 @@ class LiveNotebooks:
             return SharedNotebook(self.ctx, ydoc, path, shown)
         if serverapp is None:
             return doc
+        if extension is not None and not await asyncio.to_thread(self._shareable, path, shown):
+            extension = None
         if extension is not None:
-            ydoc = await extension.get_document(
-                path=lab_path, content_type="notebook", file_format="json", copy=False, create=True
-            )
-            if ydoc is not None:
-                return SharedNotebook(self.ctx, ydoc, path, shown)
+            try:
+                ydoc = await extension.get_document(
+                    path=lab_path,
+                    content_type="notebook",
+                    file_format="json",
+                    copy=False,
+                    create=True,
+                )
+            except Exception as e:  # jupyter-collaboration's own failure to load the notebook
+                # (jupyter_ydoc wants a source in every cell, which a cell of a newer minor
+                # version may lack): no window can open it shared either, so its file is
+                # the notebook.
+                self.ctx.log.warning(
+                    "jupyter-collaboration cannot load %s (%s: %s); it is changed in its file",
+                    shown,
+                    type(e).__name__,
+                    e,
+                )
+            else:
+                if ydoc is not None:
+                    return SharedNotebook(self.ctx, ydoc, path, shown)
         window = self._window_showing(path)
         if window is not None and self.bridge is not None:
             return WindowNotebook(self.ctx, self.bridge, window, path, shown, lab_path)
         return doc
+
+    def _shareable(self, path: Path, shown: str) -> bool:
+        """Whether a shared document can hold the notebook: jupyter_ydoc needs a source in
+        every cell, which a cell of a newer minor version may not have (loading it would
+        leave a shared document without the cells after it)."""
+        nb = load_notebook(self.ctx, path, shown, private=False)  # parsed by files.open
+        if all(isinstance(cell.get("source"), str) for cell in nb["cells"]):
+            return True
+        self.ctx.log.info(
+            "%s has a cell without a source, which jupyter-collaboration cannot share; it is "
+            "changed in its file",
+            shown,
+        )
+        return False
 
     def _window_showing(self, path: Path) -> Window | None:
         if self.bridge is None:
