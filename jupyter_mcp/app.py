@@ -200,7 +200,8 @@ class JupyterMCP(ExtensionApp):
     tool_context: ToolContext
     _warm_task: asyncio.Task[None] | None = None
     _froze_heap = False
-    _unserve_ids: Callable[[], None] | None = None
+    #: What puts the contents managers' own ``get`` back (see jupyter_contents).
+    _unserve_ids: list[Callable[[], None]]
 
     def settings_snapshot(self) -> Settings:
         """The current policies as the plain object tools read (one trait per field)."""
@@ -271,6 +272,7 @@ class JupyterMCP(ExtensionApp):
         assert serverapp is not None  # jupyter_server links the extension before this call
         contents_manager = getattr(serverapp, "contents_manager", None)
         root_dir = Path(getattr(contents_manager, "root_dir", None) or serverapp.root_dir)
+        self._unserve_ids = []
         self.tool_executor = ThreadPoolExecutor(
             max_workers=self.tool_threads, thread_name_prefix="jupyter-mcp-tool"
         )
@@ -296,8 +298,7 @@ class JupyterMCP(ExtensionApp):
         # Notebooks open in JupyterLab (or shared, with jupyter-collaboration) change live, and
         # load through the contents manager with the cell ids the tools give out.
         services.notebooks = LiveNotebooks(self.tool_context, editor, services.notebooks)
-        if contents_manager is not None:
-            self._unserve_ids = serve_stable_ids(contents_manager, self.tool_context)
+        self._serve_stable_ids()
         self.registry.observers.append(editor.record_call)
         self.registry.start_observers.append(editor.call_started)
         self.log.info(
@@ -311,6 +312,19 @@ class JupyterMCP(ExtensionApp):
         # Jupyter stops its extensions on SIGTERM and on a confirmed Ctrl-C; a SIGINT without a
         # terminal ends the process without that. Then this ends what runs and commands started.
         atexit.register(self._kill_leftovers)
+
+    def _serve_stable_ids(self) -> None:
+        """Have the server's contents managers (the app's and the handlers') hand out the
+        tools' cell ids; a manager already doing so is left as it is."""
+        serverapp = self.serverapp
+        settings = getattr(getattr(serverapp, "web_app", None), "settings", {})
+        for manager in (
+            getattr(serverapp, "contents_manager", None),
+            settings.get("contents_manager"),
+        ):
+            restore = serve_stable_ids(manager, self.tool_context) if manager is not None else None
+            if restore is not None:
+                self._unserve_ids.append(restore)
 
     def _kill_leftovers(self) -> None:
         services = self.tool_context.services
@@ -331,10 +345,15 @@ class JupyterMCP(ExtensionApp):
         self.handlers.extend(default_handlers(self.tool_context, self.registry))
 
     async def _start_jupyter_server_extension(self, serverapp: Any) -> None:
-        """Start the standard MCP session manager once the event loop runs."""
+        """Start the standard MCP session manager once the event loop runs, and have the
+        contents manager hand out the tools' cell ids (JupyterLab and jupyter-collaboration
+        load notebooks through it)."""
         surface = self.tool_context.services.mcp_surface
         assert surface is not None  # made in initialize_settings, which runs first
         await surface.start()
+        # Again now that every extension is loaded: one may have replaced the contents manager
+        # (jupytext's server extension does, building its own from the configured class).
+        self._serve_stable_ids()
         if self.warm_start:
             # Not awaited: the server serves at once, and a call that needs something still
             # starting waits for that one thing.
@@ -360,9 +379,9 @@ class JupyterMCP(ExtensionApp):
             # what start-up made becomes collectable again.
             gc.unfreeze()
             self._froze_heap = False
-        if self._unserve_ids is not None:
-            self._unserve_ids()
-            self._unserve_ids = None
+        restores = getattr(self, "_unserve_ids", [])
+        while restores:
+            restores.pop()()
         context = getattr(self, "tool_context", None)
         if context is not None:
             await context.services.aclose(self.log)

@@ -29,10 +29,13 @@ from .facts import is_notebook, stamp_of_stat
 from .notebook_format import parsed_file, source_text
 
 
-def serve_stable_ids(contents_manager: Any, ctx: ToolContext) -> Callable[[], None]:
+def serve_stable_ids(contents_manager: Any, ctx: ToolContext) -> Callable[[], None] | None:
     """Wrap ``contents_manager.get`` (sync or async, as the manager has it) so that notebooks
-    come with the tools' cell ids; returns the function that puts the original back."""
+    come with the tools' cell ids; returns the function that puts the original back, or None
+    when the manager already hands them out."""
     original = contents_manager.get
+    if getattr(original, "serves_stable_ids", False):
+        return None
 
     if inspect.iscoroutinefunction(original):
 
@@ -52,6 +55,7 @@ def serve_stable_ids(contents_manager: Any, ctx: ToolContext) -> Callable[[], No
                 with_stable_ids(ctx, model)
             return model
 
+    get.serves_stable_ids = True  # type: ignore[attr-defined]
     contents_manager.get = get
 
     def restore() -> None:

@@ -600,6 +600,70 @@ def test_with_collaboration_every_edit_goes_through_the_shared_document(
     wait_for(lambda: prompt.inner_text().strip() == "[3]:", what="the execution count")
 
 
+def stored_ids(path: Path) -> list[str] | None:
+    """The cell ids the notebook file stores; None while the server is rewriting it."""
+    try:
+        return [c.get("id") for c in json.loads(path.read_text(encoding="utf-8"))["cells"]]
+    except (OSError, ValueError, KeyError):  # mid-save, or still v3 (worksheets, no cells)
+        return None
+
+
+def answer_dialogs(page: Any, quiet: float = 1.5, timeout: float = 30.0) -> None:
+    """Answer the dialogs JupyterLab shows on opening a notebook (no kernel, OK) until none
+    has come for ``quiet`` seconds."""
+    dialog = page.locator(".jp-Dialog")
+    deadline = time.monotonic() + timeout
+    calm_since = time.monotonic()
+    while time.monotonic() - calm_since < quiet:
+        assert time.monotonic() < deadline, "JupyterLab kept showing dialogs"
+        if dialog.count() and dialog.first.is_visible():
+            no_kernel = dialog.first.get_by_role("button", name="No Kernel")
+            if no_kernel.count():
+                no_kernel.click()
+            else:
+                dialog.first.locator(".jp-mod-accept").click()
+            calm_since = time.monotonic()
+        time.sleep(0.1)
+
+
+def test_an_old_notebook_has_one_set_of_ids_in_its_file_its_window_and_once_saved(
+    lab: Lab, page: Any
+) -> None:
+    from public_notebooks import NBFORMAT, copy_into, nbformat_notebook
+
+    # nbformat gives the cells of these random ids at each read; JupyterLab loads them through
+    # the contents API
+    for what in ("v3", "v4.5 with two cells sharing an id"):
+        name = f"versions/{NBFORMAT[what]}"
+        path = copy_into(nbformat_notebook(NBFORMAT[what]), lab.root, name)
+        before = path.read_bytes()
+        cells = lab.ok("get_notebook_cells", pathInProject=name, includeOutputs=False)["cells"]
+        in_file = [c["cellId"] for c in cells]
+        open_in_editor(lab, page, name)
+        answer_dialogs(page)  # JupyterLab says it converted a v3 notebook, asks for a kernel
+        # The window shows the ids the tools gave out for the file
+        listed = lab.ok("get_notebook_cells", pathInProject=name, includeOutputs=False)
+        assert [c["cellId"] for c in listed["cells"]] == in_file, what
+        target = next(c for c in listed["cells"] if c["cellType"] == "code")
+        answer = lab.ok(
+            "edit_notebook_cell",
+            pathInProject=name,
+            cellId=target["cellId"],
+            source=target["source"] + "  # edited",
+        )
+        assert "when the JupyterLab window saves" in answer["upgraded"], answer
+        wait_for(
+            lambda: any(s.endswith("# edited") for s in cell_sources(page)),  # noqa: B023
+            what="the edit in the page",
+        )
+        assert path.read_bytes() == before  # in the window, for the user to save
+        # Saved by JupyterLab (the user's Ctrl+S), the file stores those same ids
+        page.locator(".jp-NotebookPanel:visible .jp-Cell .jp-InputPrompt").first.click()
+        page.keyboard.press("Control+s")
+        wait_for(lambda: stored_ids(path) == in_file, what=f"JupyterLab to save {what}")  # noqa: B023
+        assert lab.ok("execute_action_by_id", actionId="application:close") == "ok"
+
+
 # -- actions and approvals -------------------------------------------------------------------
 
 
