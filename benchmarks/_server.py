@@ -54,10 +54,14 @@ class Server:
 
 
 @contextlib.contextmanager
-def jupyter_server(root: Path, *extra: str) -> Iterator[Server]:
-    """Start ``jupyter server`` on ``root`` and stop it afterwards."""
+def jupyter_server(
+    root: Path, *extra: str, env: dict[str, str] | None = None, cwd: Path | None = None
+) -> Iterator[Server]:
+    """Start ``jupyter server`` on ``root`` and stop it afterwards; ``env`` is added to this
+    process's environment and ``cwd`` is its working folder (a ``PYTHONPATH`` that serves
+    another jupyter_mcp needs one outside this checkout, which ``python -m`` puts first)."""
     port, token = free_port(), secrets.token_hex(16)
-    env = {**os.environ, "JUPYTER_TOKEN": token}
+    env = {**os.environ, **(env or {}), "JUPYTER_TOKEN": token}
     cmd = [
         sys.executable,
         "-m",
@@ -71,7 +75,9 @@ def jupyter_server(root: Path, *extra: str) -> Iterator[Server]:
         "--log-level=WARN",
         *extra,
     ]
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        cmd, env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
     server = Server(root, port, token, proc)
     try:
         deadline = time.monotonic() + 60
@@ -105,18 +111,25 @@ def sdk_server(root: Path) -> Iterator[tuple[str, int]]:
         stderr=subprocess.PIPE,
     )
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 1):
-                break
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(
-                    "the SDK server did not start: " + proc.stderr.read().decode()[-2000:]
-                )
-            time.sleep(0.1)
+        wait_for_port(proc, port, "the SDK server")
         yield f"http://127.0.0.1:{port}", proc.pid
     finally:
         _stop(proc)
+
+
+def wait_for_port(proc: subprocess.Popen[bytes], port: int, what: str, seconds: float = 60) -> None:
+    """Wait until ``proc`` listens on loopback ``port``; a RuntimeError with the end of its
+    standard error when it exits or ``seconds`` pass first."""
+    deadline = time.monotonic() + seconds
+    while True:
+        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 1):
+            return
+        if proc.poll() is not None or time.monotonic() > deadline:
+            if proc.poll() is None:
+                proc.kill()
+            error = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
+            raise RuntimeError(f"{what} did not start: {error[-2000:]}")
+        time.sleep(0.1)
 
 
 def _stop(proc: subprocess.Popen[bytes]) -> None:

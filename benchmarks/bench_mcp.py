@@ -67,13 +67,19 @@ class RawSession:
     ``DELETE`` at the end.
     """
 
-    def __init__(self, http: Any, base: str) -> None:
+    def __init__(self, http: Any, base: str, name: str = "bench_mcp") -> None:
         self.http = http
         self.url = base + "/mcp"
+        self.name = name
         self.headers = {"Accept": "application/json, text/event-stream"}
         self.next_id = 0
 
     async def request(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        """The result of one request (an error raises)."""
+        return (await self.exchange(method, params))[1]
+
+    async def exchange(self, method: str, params: dict[str, Any]) -> tuple[bytes, dict[str, Any]]:
+        """One request: the JSON-RPC answer as the server sent it (bytes), and its result."""
         self.next_id += 1
         response = await self.http.post(
             self.url,
@@ -83,14 +89,17 @@ class RawSession:
         response.raise_for_status()
         if response.headers.get("content-type", "").startswith("text/event-stream"):
             data = [
-                line[5:].strip() for line in response.text.splitlines() if line.startswith("data:")
+                line[5:].strip()
+                for line in response.content.splitlines()
+                if line.startswith(b"data:")
             ]
-            message = next(m for m in map(json.loads, data) if m.get("id") == self.next_id)
+            raw = next(d for d in data if json.loads(d).get("id") == self.next_id)
         else:
-            message = response.json()
+            raw = response.content
+        message = json.loads(raw)
         if "error" in message:
             raise RuntimeError(message["error"])
-        return message["result"]
+        return raw, message["result"]
 
     async def __aenter__(self) -> RawSession:
         response = await self.http.post(
@@ -102,13 +111,14 @@ class RawSession:
                 "params": {
                     "protocolVersion": LEGACY,
                     "capabilities": {},
-                    "clientInfo": {"name": "bench_mcp", "version": "0"},
+                    "clientInfo": {"name": self.name, "version": "0"},
                 },
             },
             headers=self.headers,
         )
         response.raise_for_status()
-        self.headers["Mcp-Session-Id"] = response.headers["mcp-session-id"]
+        if "mcp-session-id" in response.headers:  # a stateless server issues none
+            self.headers["Mcp-Session-Id"] = response.headers["mcp-session-id"]
         self.headers["Mcp-Protocol-Version"] = LEGACY
         initialized = {"jsonrpc": "2.0", "method": "notifications/initialized"}
         (await self.http.post(self.url, json=initialized, headers=self.headers)).raise_for_status()

@@ -32,6 +32,7 @@ from .execution.processes import BackgroundCommands
 from .execution.run_configs import RunManager
 from .execution.terminal import ProjectTerminal
 from .kernels.debugger import KernelDebuggers
+from .kernels.managers import behind_gateway
 from .kernels.runner import Executions
 from .search.backend import ProjectSearch
 
@@ -65,7 +66,7 @@ def build_services(
         busy_kernels=BusyKernels(serverapp),
         # A server keeps its index in a worker process; a bare folder searches in-process.
         search=ProjectSearch(ctx, in_worker=serverapp is not None),
-        code=CodeService(ctx),
+        code=CodeService(ctx, local_kernels=not behind_gateway(serverapp)),
         debugger=KernelDebuggers(),
         executions=Executions(serverapp, ctx.log),
         contents_manager=(

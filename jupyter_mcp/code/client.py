@@ -281,10 +281,15 @@ def apply_changes(ctx: ToolContext, changes: Changes) -> None:
 class CodeService:
     """The context's code intelligence (``ctx.services.code``): one :class:`CodeIntel`, made on
     the first code tool call (the kernel's interpreter and the size limit are read then), and
-    kept until :meth:`close`."""
+    kept until :meth:`close`.
 
-    def __init__(self, ctx: ToolContext) -> None:
+    With ``local_kernels`` False (the server's kernels run behind a gateway, on other machines,
+    whose interpreters are not this one's to read), code is analysed with the server's own
+    interpreter."""
+
+    def __init__(self, ctx: ToolContext, *, local_kernels: bool = True) -> None:
         self.ctx = ctx
+        self._local_kernels = local_kernels
         self._lock = threading.Lock()
         self._intel: CodeIntel | None = None
         self._closed = False
@@ -302,7 +307,7 @@ class CodeService:
             if self._intel is None:
                 self._intel = CodeIntel(
                     self.ctx.root_dir,
-                    environment_path=kernel_python(self.ctx),
+                    environment_path=kernel_python(self.ctx) if self._local_kernels else None,
                     max_file_bytes=self.ctx.settings.max_file_bytes,
                 )
             return self._intel

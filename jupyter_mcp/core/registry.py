@@ -102,25 +102,15 @@ def window_properties(window: int) -> dict[str, Any]:
     ``window`` is the server's largest window (``c.JupyterMCP.result_window``), so what a
     client is told is what :func:`parse_window` enforces.
     """
+    # Every tool carries these, so they are said in as few words as will do: the server's
+    # instructions explain the window, and a cut answer says where to read on.
     return {
-        "resultStart": {
-            "type": "integer",
-            "minimum": 0,
-            "maximum": 9007199254740991,
-            "default": 0,
-            "description": (
-                "First character offset of the result to return. Use 0 for the first call."
-            ),
-        },
+        "resultStart": {"type": "integer", "minimum": 0, "default": 0},
         "resultEnd": {
             "type": "integer",
             "minimum": 1,
-            "maximum": 9007199254740991,
             "default": window,
-            "description": (
-                f"Exclusive end offset. resultEnd - resultStart must be at most {window}. "
-                f"Increment resultStart by {window} to page through large results."
-            ),
+            "description": f"Exclusive end character; at most resultStart+{window}.",
         },
     }
 

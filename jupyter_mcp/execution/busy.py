@@ -1,7 +1,8 @@
 """Busy kernels: since when each of the server's kernels has been executing.
 
 The kernel manager only knows a kernel's execution state now; the progress indicators also
-tell since when it has been busy, so a watcher polls the states while the server runs.
+tell since when it has been busy, so a watcher polls the states while the server runs (a
+gateway's kernels' states it asks the gateway for, every few seconds).
 """
 
 from __future__ import annotations
@@ -11,8 +12,14 @@ import contextlib
 import time
 from typing import Any
 
+from ..core.errors import ToolError
+from ..kernels.managers import behind_gateway, refresh
+
 #: How often the busy-kernel watcher looks at execution states (seconds).
 POLL_SECONDS = 0.5
+#: How often it asks a gateway for its kernels' states (seconds): the server knows a gateway
+#: kernel's state only from the gateway's answers, and one request a poll would be many.
+GATEWAY_POLL_SECONDS = 5.0
 
 
 class BusyKernels:
@@ -47,7 +54,13 @@ class BusyKernels:
             self._task = asyncio.get_running_loop().create_task(self._watch())
 
     async def _watch(self) -> None:
+        loop = asyncio.get_running_loop()
+        asked = -GATEWAY_POLL_SECONDS
         while True:
+            if behind_gateway(self.serverapp) and loop.time() - asked >= GATEWAY_POLL_SECONDS:
+                asked = loop.time()
+                with contextlib.suppress(ToolError):  # the gateway is away: states stay as known
+                    await refresh(self.serverapp)
             self.busy()
             await asyncio.sleep(POLL_SECONDS)
 

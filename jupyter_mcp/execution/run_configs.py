@@ -42,7 +42,8 @@ import json5
 from ..core.errors import ToolError
 from ..core.paths import is_inside
 from ..documents.facts import NOTEBOOK_SUFFIX, is_notebook
-from ..kernels.execute import connected_client, execute, kernel_name_for
+from ..kernels import managers
+from ..kernels.execute import execute, kernel_name_for
 from ..project.walk import iter_project_files
 from .output import OutputBuffer, plain_text
 from .processes import Activity, iso, kill_group, kill_group_now
@@ -517,10 +518,9 @@ class RunManager:
     @property
     def kernel_manager(self) -> Any:
         """The server's kernel manager (a clear error outside a server)."""
-        manager = getattr(self.serverapp, "kernel_manager", None)
-        if manager is None:
+        if getattr(self.serverapp, "kernel_manager", None) is None:
             raise ToolError("Run configurations need a Jupyter server with a kernel manager")
-        return manager
+        return managers.kernel_manager(self.serverapp)
 
     def running(self) -> list[Run]:
         """The runs that have not finished yet, oldest first."""
@@ -573,19 +573,23 @@ class RunManager:
         if not config.cwd.is_dir():
             raise ToolError(f"Working directory of {config.name!r} does not exist: {config.cwd}")
         manager = self.kernel_manager
+        specs = await managers.kernel_specs(self.serverapp)
         run = Run(id=str(next(self._ids)), config=config)
         self.runs[config.name] = run
         run.output.append(f"> {config.describe()}\n")
         api_path = config.cwd.relative_to(self.root_dir).as_posix()
         try:
             kwargs: dict[str, Any] = {"path": "" if api_path == "." else api_path}
-            kernel_name = await asyncio.to_thread(kernel_name_for, config.notebook, manager)
+            kernel_name = await asyncio.to_thread(
+                kernel_name_for, config.notebook, specs, manager.default_kernel_name
+            )
             if kernel_name:
                 kwargs["kernel_name"] = kernel_name
-            run.kernel_id = await manager.start_kernel(**kwargs)
+            run.kernel_id = await managers.start_kernel(self.serverapp, **kwargs)
         except Exception as e:
-            self._finish(run, "error", None, f"Could not start a kernel: {e}")
-            raise ToolError(f"Could not start a kernel for {config.name!r}: {e}") from e
+            why = managers.describe(e)
+            self._finish(run, "error", None, f"Could not start a kernel: {why}")
+            raise ToolError(f"Could not start a kernel for {config.name!r}: {why}") from e
         run.status = "running"
         run.task = asyncio.create_task(self._execute(run))
         return run
@@ -596,10 +600,9 @@ class RunManager:
         if not run.running:
             raise ToolError(f"Run configuration {name!r} is not running (it {run.status})")
         run.stop_requested = True
-        manager = self.kernel_manager
         if run.kernel_id is not None:
             with contextlib.suppress(Exception):
-                await manager.interrupt_kernel(run.kernel_id)
+                await managers.interrupt_kernel(self.serverapp, run.kernel_id)
         if run.task is not None:
             done, _ = await asyncio.wait({run.task}, timeout=INTERRUPT_TIMEOUT)
             if not done:  # the kernel did not answer the interrupt: end the run from here
@@ -615,10 +618,9 @@ class RunManager:
         return run
 
     async def _execute(self, run: Run) -> None:
-        manager = self.kernel_manager
         assert run.kernel_id is not None
         try:
-            async with connected_client(manager, run.kernel_id) as client:
+            async with managers.connected_client(self.serverapp, run.kernel_id) as client:
                 if run.config.notebook is not None:
                     status, code, error = await self._run_notebook(run, client)
                 else:
@@ -642,9 +644,11 @@ class RunManager:
             # run: one SIGTERM to its group (the runner sent it already when it was
             # interrupted), SIGKILL for what is left after the grace period.
             await kill_group(run.pgid, grace=STOP_GRACE, terminate=not run.group_terminated)
-        if run.kernel_id in manager:
+        if run.kernel_id is not None and run.kernel_id in manager:
             with contextlib.suppress(Exception):
-                await manager.shutdown_kernel(run.kernel_id, now=run.stop_requested)
+                await managers.shutdown_kernel(
+                    self.serverapp, run.kernel_id, now=run.stop_requested
+                )
 
     def _finish(self, run: Run, status: str, code: int | None, error: str | None) -> None:
         if not run.running:
@@ -732,10 +736,11 @@ class RunManager:
             elif kind == "error":
                 run.output.append(plain_text("\n".join(content.get("traceback", []))) + "\n")
 
+        kernel = manager.get_kernel(run.kernel_id)
+        pid = managers.process_id(kernel)
+
         async def is_alive() -> bool:
-            return run.kernel_id in manager and bool(
-                await manager.get_kernel(run.kernel_id).is_alive()
-            )
+            return run.kernel_id in manager and await managers.client_alive(client, kernel, pid)
 
         return await execute(
             client, code, on_message=on_message, is_alive=is_alive, user_expressions=expressions

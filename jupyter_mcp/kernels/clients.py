@@ -20,17 +20,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.errors import ToolError
+from . import managers
 
-#: Seconds to wait for a new client's kernel to answer ``kernel_info``.
-READY_TIMEOUT = 60.0
 #: Seconds a dead kernel has to be restarted by the server before it is restarted here.
 AUTORESTART_WAIT = 15.0
-
-
-def _pid(manager: Any) -> Any:
-    """The kernel's process id (a restart gives a new one); None when unknown."""
-    provisioner = getattr(manager, "provisioner", None)
-    return getattr(provisioner, "pid", None) if provisioner is not None else None
 
 
 @dataclass(eq=False)
@@ -66,15 +59,19 @@ class KernelClient:
 
     async def is_alive(self) -> bool:
         """Whether the kernel this client talks to still runs (a restarted one does not)."""
-        try:
-            return _pid(self.manager) == self.pid and bool(await self.manager.is_alive())
-        except Exception:
-            return False
+        return await managers.client_alive(self.client, self.manager, self.pid)
+
+    @property
+    def current(self) -> bool:
+        """Whether this client is still one of its kernel as it runs now: not of a process
+        that restarted since, nor of a connection that closed."""
+        return self.pid == managers.process_id(self.manager) and not managers.connection_lost(
+            self.client
+        )
 
     def close(self) -> None:
         """Stop the client's channels."""
-        with contextlib.suppress(Exception):
-            self.client.stop_channels()
+        managers.disconnect(self.client)
 
 
 class KernelClients:
@@ -85,10 +82,13 @@ class KernelClients:
         self._clients: dict[str, KernelClient] = {}
         self._connecting: dict[str, asyncio.Lock] = {}
 
+    @property
+    def serverapp(self) -> Any:
+        """The server whose kernels these are."""
+        return self._serverapp
+
     def _kernel_manager(self, kernel_id: str) -> Any:
-        kernels = getattr(self._serverapp, "kernel_manager", None)
-        if kernels is None:
-            raise ToolError("Kernels need a Jupyter server; this context has none")
+        kernels = managers.kernel_manager(self._serverapp)
         try:
             return kernels.get_kernel(kernel_id)
         except KeyError:
@@ -100,22 +100,19 @@ class KernelClients:
         lock = self._connecting.setdefault(kernel_id, asyncio.Lock())
         async with lock:
             kept = self._clients.get(kernel_id)
-            if kept is not None and kept.manager is manager and kept.pid == _pid(manager):
+            if kept is not None and kept.manager is manager and kept.current:
                 return kept
             if kept is not None:
                 self.drop(kernel_id)
             await self._alive(kernel_id, manager)
-            client = manager.client()
-            client.start_channels()
+            client = managers.new_client(manager)
             try:
-                await client.wait_for_ready(timeout=READY_TIMEOUT)
-            except BaseException as e:  # a cancelled wait leaves no channels open either
-                with contextlib.suppress(Exception):
-                    client.stop_channels()
-                if isinstance(e, Exception):
-                    raise ToolError(f"The kernel {kernel_id} does not answer: {e}") from e
-                raise
-            kept = KernelClient(kernel_id, client, manager, _pid(manager))
+                await managers.connect(client)
+            except Exception as e:  # a cancelled wait leaves no channels open either
+                raise ToolError(
+                    f"The kernel {kernel_id} does not answer: {managers.describe(e)}"
+                ) from e
+            kept = KernelClient(kernel_id, client, manager, managers.process_id(manager))
             self._clients[kernel_id] = kept
             return kept
 
@@ -124,13 +121,14 @@ class KernelClients:
         seconds later); if it does not, restart it here."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + AUTORESTART_WAIT
-        while not await manager.is_alive():
+        while not await managers.is_alive(manager):
             if loop.time() > deadline:
                 try:
-                    await self._serverapp.kernel_manager.restart_kernel(kernel_id)
+                    await managers.restart_kernel(self._serverapp, kernel_id)
                 except Exception as e:
                     raise ToolError(
-                        f"The kernel {kernel_id} died and could not be restarted: {e}"
+                        f"The kernel {kernel_id} died and could not be restarted: "
+                        f"{managers.describe(e)}"
                     ) from e
                 return
             await asyncio.sleep(0.2)

@@ -17,6 +17,7 @@ from typing import Any
 
 from ..core.context import ToolContext
 from ..core.errors import ToolError
+from . import managers
 from .clients import KernelClients
 from .introspection import execution_count
 from .sessions import NotebookKernel, find_notebook_kernel, notebook_kernel
@@ -29,46 +30,43 @@ def _iso(value: Any) -> str | None:
     return value.isoformat() if isinstance(value, datetime) else None
 
 
-def kernel_specs(ctx: ToolContext) -> dict[str, Any]:
-    """The server's kernelspecs by name."""
-    return dict(ctx.serverapp.kernel_manager.kernel_spec_manager.get_all_specs())
-
-
-def check_kernel_name(ctx: ToolContext, name: str) -> None:
-    """Refuse a kernelspec the server does not have, naming those it has."""
-    specs = kernel_specs(ctx)
+async def check_kernel_name(ctx: ToolContext, name: str) -> dict[str, Any]:
+    """Refuse a kernelspec the server does not have, naming those it has; its ``spec``."""
+    specs = await managers.kernel_specs(ctx.serverapp)
     if name not in specs:
         raise ToolError(f"No kernel named {name!r}; the server has: {', '.join(sorted(specs))}")
+    return managers.spec_of(specs, name)
 
 
-def _state(ctx: ToolContext, kernel_id: str) -> dict[str, Any]:
-    manager = ctx.serverapp.kernel_manager.get_kernel(kernel_id)
+async def _state(ctx: ToolContext, kernel_id: str) -> dict[str, Any]:
+    manager = managers.kernel_manager(ctx.serverapp).get_kernel(kernel_id)
     return {
         "kernelId": kernel_id,
         "name": manager.kernel_name,
-        "state": getattr(manager, "execution_state", None) or "unknown",
+        "state": await managers.state(manager),
     }
 
 
 async def list_kernels(ctx: ToolContext, clients: KernelClients) -> list[dict[str, Any]]:
     """Every running kernel of the server (see the module docstring)."""
-    kernels = ctx.serverapp.kernel_manager
+    kernels = managers.kernel_manager(ctx.serverapp)
+    await managers.refresh(ctx.serverapp)
     notebooks: dict[str, list[str]] = {}
     for session in await ctx.serverapp.session_manager.list_sessions():
         kernel = session.get("kernel") or {}
         if kernel.get("id") and session.get("path"):
             notebooks.setdefault(kernel["id"], []).append(_shown(ctx, session["path"]))
-    managers = {}
+    running = {}
     for kernel_id in list(kernels.list_kernel_ids()):
         try:
-            managers[kernel_id] = kernels.get_kernel(kernel_id)
+            running[kernel_id] = kernels.get_kernel(kernel_id)
         except KeyError:  # shut down while listing
             continue
     # A kernel that answers the silent probe is idle now, whatever the server's state (which
     # follows the kernel's status messages a moment late) says.
-    counts = await asyncio.gather(*(execution_count(clients, k) for k in managers))
+    counts = await asyncio.gather(*(execution_count(clients, k) for k in running))
     listed = []
-    for (kernel_id, manager), count in zip(managers.items(), counts, strict=True):
+    for (kernel_id, manager), count in zip(running.items(), counts, strict=True):
         state = getattr(manager, "execution_state", None) or "unknown"
         listed.append(
             {
@@ -107,10 +105,10 @@ async def start(
 ) -> dict[str, Any]:
     """The notebook's kernel, started with a session when it has none."""
     if kernel_name is not None:
-        check_kernel_name(ctx, kernel_name)
+        await check_kernel_name(ctx, kernel_name)
     found = await find_notebook_kernel(ctx, path)
     if found is not None:
-        current = _state(ctx, found.kernel_id)
+        current = await _state(ctx, found.kernel_id)
         if kernel_name is not None and current["name"] != kernel_name:
             raise ToolError(
                 f"{shown} already has a {current['name']} kernel; use action=change to "
@@ -118,7 +116,7 @@ async def start(
             )
         return current
     kernel = await notebook_kernel(ctx, path, kernel_name=kernel_name)
-    return _state(ctx, kernel.kernel_id)
+    return await _state(ctx, kernel.kernel_id)
 
 
 async def restart(
@@ -127,23 +125,23 @@ async def restart(
     """Restart the notebook's kernel (its variables are gone; the session stays)."""
     kernel = await _existing(ctx, path, shown)
     try:
-        await ctx.serverapp.kernel_manager.restart_kernel(kernel.kernel_id)
+        await managers.restart_kernel(ctx.serverapp, kernel.kernel_id)
     except Exception as e:
-        raise ToolError(f"Could not restart the kernel of {shown}: {e}") from e
+        raise ToolError(f"Could not restart the kernel of {shown}: {managers.describe(e)}") from e
     # Answer once it answers again (a new client: the old one was of the old process).
     async with clients.use(kernel.kernel_id, wait=RESTART_READY):
         pass
-    return _state(ctx, kernel.kernel_id)
+    return await _state(ctx, kernel.kernel_id)
 
 
 async def interrupt(ctx: ToolContext, path: Path, shown: str) -> dict[str, Any]:
     """Interrupt what the notebook's kernel is running (KeyboardInterrupt in the cell)."""
     kernel = await _existing(ctx, path, shown)
     try:
-        await ctx.serverapp.kernel_manager.interrupt_kernel(kernel.kernel_id)
+        await managers.interrupt_kernel(ctx.serverapp, kernel.kernel_id)
     except Exception as e:
-        raise ToolError(f"Could not interrupt the kernel of {shown}: {e}") from e
-    return _state(ctx, kernel.kernel_id)
+        raise ToolError(f"Could not interrupt the kernel of {shown}: {managers.describe(e)}") from e
+    return await _state(ctx, kernel.kernel_id)
 
 
 async def shutdown(
@@ -151,7 +149,7 @@ async def shutdown(
 ) -> dict[str, Any]:
     """Shut the notebook's kernel down and end its session."""
     kernel = await _existing(ctx, path, shown)
-    answer = _state(ctx, kernel.kernel_id)
+    answer = await _state(ctx, kernel.kernel_id)
     clients.forget(kernel.kernel_id)
     await ctx.serverapp.session_manager.delete_session(kernel.session_id)
     answer["state"] = "dead"
@@ -165,11 +163,11 @@ async def change(
 
     A notebook without a kernel gets one of ``kernel_name``.
     """
-    check_kernel_name(ctx, kernel_name)
+    await check_kernel_name(ctx, kernel_name)
     found = await find_notebook_kernel(ctx, path)
     if found is None:
         kernel = await notebook_kernel(ctx, path, kernel_name=kernel_name)
-        return _state(ctx, kernel.kernel_id)
+        return await _state(ctx, kernel.kernel_id)
     sessions = ctx.serverapp.session_manager
     before = await sessions.get_session(session_id=found.session_id)
     try:
@@ -181,18 +179,19 @@ async def change(
             kernel_name=kernel_name,
         )
     except Exception as e:
-        raise ToolError(f"The {kernel_name!r} kernel could not be started: {e}") from e
+        raise ToolError(
+            f"The {kernel_name!r} kernel could not be started: {managers.describe(e)}"
+        ) from e
     await sessions.update_session(found.session_id, kernel_id=kernel_id)
     clients.forget(found.kernel_id)
-    kernels = ctx.serverapp.kernel_manager
-    if found.kernel_id in kernels:
-        await asyncio.shield(kernels.shutdown_kernel(found.kernel_id))
-    return _state(ctx, kernel_id)
+    if found.kernel_id in managers.kernel_manager(ctx.serverapp):
+        await asyncio.shield(managers.shutdown_kernel(ctx.serverapp, found.kernel_id))
+    return await _state(ctx, kernel_id)
 
 
-def kernelspec_metadata(ctx: ToolContext, kernel_name: str) -> dict[str, Any]:
+async def kernelspec_metadata(ctx: ToolContext, kernel_name: str) -> dict[str, Any]:
     """The ``metadata.kernelspec`` a notebook gets for ``kernel_name`` (as JupyterLab writes)."""
-    spec = kernel_specs(ctx).get(kernel_name, {}).get("spec", {})
+    spec = managers.spec_of(await managers.kernel_specs(ctx.serverapp), kernel_name)
     return {
         "name": kernel_name,
         "display_name": spec.get("display_name", kernel_name),

@@ -40,6 +40,7 @@ from ..core.errors import ToolError
 from ..core.paths import is_inside
 from ..documents.files import read_notebook_and_view
 from ..documents.notebook_view import cell_marker_lines, view_lines_by_cell, view_of_notebook
+from . import managers
 from .outputs import cut
 from .runner import MAX_TIMEOUT_MS, Execution, Step
 from .sessions import NotebookKernel, notebook_kernel
@@ -79,25 +80,6 @@ def short_value(value: str) -> dict[str, Any]:
     """``{"value"}`` cut to :data:`VALUE_LIMIT` characters, with ``valueLength`` when cut."""
     text, was_cut = cut(value, VALUE_LIMIT)
     return {"value": text, "valueLength": len(value)} if was_cut else {"value": text}
-
-
-def own_client(manager: Any) -> Any:
-    """A client of the server's kernel with a session (a zmq identity) of its own.
-
-    ``manager.client()`` shares the manager's session, whose id is the identity of the
-    client's shell and control sockets: the kernel then sends every reply to whichever client
-    with that identity connected last, and another client of the server (a run, a cell
-    execution) would take this one's debugger replies.
-    """
-    from jupyter_client.session import Session
-
-    session = Session(key=manager.session.key, signature_scheme=manager.session.signature_scheme)
-    return manager.client(session=session)
-
-
-def _kernel_pid(manager: Any) -> Any:
-    provisioner = getattr(manager, "provisioner", None)
-    return getattr(provisioner, "pid", None)
 
 
 class DebugSession:
@@ -150,11 +132,16 @@ class DebugSession:
     async def open(self, exceptions: str) -> None:
         """Connect, start or join the kernel's debugger, set breakpoints and exceptions."""
         manager = self.kernel.manager(self.ctx)
-        self._pid = _kernel_pid(manager)
-        self.client = own_client(manager)
-        self.client.start_channels()
+        self._pid = managers.process_id(manager)
+        # A client of its own: the kernel's replies to it go to it alone (see new_client).
+        self.client = managers.new_client(manager, own_session=True)
         try:
-            await self.client.wait_for_ready(timeout=60)
+            try:
+                await managers.connect(self.client)
+            except Exception as e:
+                raise ToolError(
+                    f"The kernel of {self.shown} does not answer: {managers.describe(e)}"
+                ) from e
             msg_id = self.client.kernel_info()
             reply = await self._shell_reply(msg_id, REQUEST_TIMEOUT)
             if "debugger" not in reply["content"].get("supported_features", []) and not reply[
@@ -258,8 +245,7 @@ class DebugSession:
                 with contextlib.suppress(BaseException):
                     await task
         if self.client is not None:
-            with contextlib.suppress(Exception):
-                self.client.stop_channels()
+            managers.disconnect(self.client)
 
     async def _watch_idle(self) -> None:
         while True:
@@ -288,15 +274,14 @@ class DebugSession:
 
     async def _kernel_gone(self) -> str | None:
         try:
-            manager = self.ctx.serverapp.kernel_manager.get_kernel(self.kernel.kernel_id)
+            manager = managers.kernel_manager(self.ctx.serverapp).get_kernel(self.kernel.kernel_id)
         except KeyError:
             return "the kernel was shut down"
-        if _kernel_pid(manager) != self._pid:
+        if managers.process_id(manager) != self._pid:
             return "the kernel restarted"
-        try:
-            alive = await manager.is_alive()
-        except Exception:
-            alive = False
+        if managers.connection_lost(self.client):
+            return "the kernel restarted or its connection closed"
+        alive = await managers.is_alive(manager)
         return None if alive else "the kernel stopped (it died or was restarted)"
 
     # ---------------------------------------------------------------------------------------
@@ -361,7 +346,10 @@ class DebugSession:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise ToolError(f"The kernel of {self.shown} did not answer in time")
-            reply: dict[str, Any] = await self.client.get_shell_msg(timeout=remaining)
+            try:
+                reply: dict[str, Any] = await self.client.get_shell_msg(timeout=remaining)
+            except queue.Empty:
+                continue
             if reply.get("parent_header", {}).get("msg_id") == msg_id:
                 return reply
 

@@ -8,11 +8,10 @@ it arrives, and notices a kernel that died half-way (it would otherwise never go
 
 from __future__ import annotations
 
-import contextlib
 import inspect
 import json
 import queue
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +19,8 @@ from typing import Any
 ALIVE_POLL = 0.5
 #: How long the shell reply may lag behind the kernel going idle (seconds).
 REPLY_TIMEOUT = 30.0
+#: Kernel states a gateway announces, with no parent, when the kernel behind it was replaced.
+_REPLACED = frozenset({"restarting", "dead"})
 
 
 class KernelDied(RuntimeError):
@@ -27,21 +28,6 @@ class KernelDied(RuntimeError):
 
     def __init__(self) -> None:
         super().__init__("the kernel died")
-
-
-@contextlib.asynccontextmanager
-async def connected_client(
-    manager: Any, kernel_id: str, *, timeout: float = 60
-) -> AsyncIterator[Any]:
-    """A client of the server's kernel ``kernel_id``, ready to execute; closed on exit."""
-    client = manager.get_kernel(kernel_id).client()
-    client.start_channels()
-    try:
-        await client.wait_for_ready(timeout=timeout)
-        yield client
-    finally:
-        with contextlib.suppress(Exception):
-            client.stop_channels()
 
 
 async def execute(
@@ -76,9 +62,14 @@ async def execute(
             if not await is_alive():
                 raise KernelDied() from None
             continue
+        kind, content = msg.get("msg_type"), msg.get("content") or {}
         if msg.get("parent_header", {}).get("msg_id") != msg_id:
+            # A gateway says on iopub that it restarted the kernel (it died): the request
+            # went with the old one and gets no answer.
+            if kind == "status" and content.get("execution_state") in _REPLACED:
+                if not await is_alive():
+                    raise KernelDied()
             continue
-        kind, content = msg["msg_type"], msg["content"]
         if kind == "status":
             if content.get("execution_state") == "idle":
                 break
@@ -92,15 +83,14 @@ async def execute(
             return reply
 
 
-def kernel_name_for(notebook: Path | None, manager: Any) -> str | None:
+def kernel_name_for(
+    notebook: Path | None, specs: Mapping[str, Any], default: str | None
+) -> str | None:
     """The kernel to start: the one a notebook asks for, else a Python kernel for programs.
 
+    ``specs`` are the server's kernelspecs by name and ``default`` its default kernel's name.
     None means the server's default kernel.
     """
-    try:
-        specs = manager.kernel_spec_manager.get_all_specs()
-    except Exception:
-        return None
     if notebook is not None:
         try:
             meta = json.loads(notebook.read_text(encoding="utf-8")).get("metadata", {})
@@ -109,7 +99,6 @@ def kernel_name_for(notebook: Path | None, manager: Any) -> str | None:
             return None
         return name if name in specs else None
     # Programs and tasks are started by Python code in the kernel: make sure it is Python.
-    default = getattr(manager, "default_kernel_name", None)
     python = [n for n, s in specs.items() if s.get("spec", {}).get("language") == "python"]
     if default in python or not python:
         return None

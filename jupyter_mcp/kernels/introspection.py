@@ -16,6 +16,7 @@ import queue
 from typing import Any
 
 from ..core.errors import ToolError
+from . import managers
 from .clients import KernelClient, KernelClients
 from .execute import KernelDied, execute
 from .outputs import readable_text
@@ -86,11 +87,6 @@ def _variables_expression(names: list[str] | None) -> str:
     return f"(lambda scope: (exec({code}, scope), scope['out'])[1])({scope})"
 
 
-def _language(manager: Any) -> str:
-    spec = getattr(manager, "kernel_spec", None)
-    return str(getattr(spec, "language", "") or "").lower()
-
-
 async def variables(
     clients: KernelClients, kernel_id: str, shown: str, names: list[str] | None
 ) -> list[dict[str, Any]]:
@@ -98,7 +94,7 @@ async def variables(
 
     async def ask() -> dict[str, Any]:
         async with clients.use(kernel_id, wait=CLIENT_WAIT) as kept:
-            language = _language(kept.manager)
+            language = await managers.kernel_language(clients.serverapp, kept.manager)
             if language and language != "python":
                 raise ToolError(
                     f"Variables are read from Python kernels; the kernel of {shown} runs {language}"

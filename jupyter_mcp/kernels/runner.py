@@ -33,6 +33,7 @@ from ..core.errors import ToolError
 from ..core.registry import Image
 from ..documents.notebook_document import NotebookDocument
 from ..documents.running_cell import RunningCell
+from . import managers
 from .clients import KernelClient, KernelClients
 from .execute import KernelDied, execute
 from .outputs import images_of, output_object, readable_text, storable
@@ -174,7 +175,6 @@ class Execution:
     #: Where cells report their run; None for a snippet (the notebook is not changed).
     document: NotebookDocument | None
     clients: KernelClients
-    kernel_manager: Any
     log: logging.Logger
     timeout: float
     runs: list[CellRun] = field(default_factory=list)
@@ -386,7 +386,7 @@ class Execution:
             await asyncio.wait({task}, timeout=INTERRUPT_GRACE)
             return
         try:
-            await self.kernel_manager.interrupt_kernel(self.kernel.kernel_id)
+            await managers.interrupt_kernel(self.clients.serverapp, self.kernel.kernel_id)
         except Exception as e:
             self.log.warning("jupyter_mcp: could not interrupt kernel %s: %s", self.kernel, e)
         done, _ = await asyncio.wait({task}, timeout=INTERRUPT_GRACE)
@@ -519,7 +519,6 @@ class Executions:
             steps=steps,
             document=document,
             clients=self.clients,
-            kernel_manager=self.serverapp.kernel_manager,
             log=self.log,
             timeout=timeout_ms / 1000,
             reporter=reporter,

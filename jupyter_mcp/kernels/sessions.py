@@ -17,6 +17,7 @@ from typing import Any
 
 from ..core.context import ToolContext
 from ..core.errors import ToolError
+from . import managers
 from .execute import kernel_name_for
 
 # Two calls that find no session for one notebook must not start two kernels for it: one lock
@@ -36,7 +37,7 @@ class NotebookKernel:
     def manager(self, ctx: ToolContext) -> Any:
         """The server's KernelManager of this kernel (raises when it is gone)."""
         try:
-            return ctx.serverapp.kernel_manager.get_kernel(self.kernel_id)
+            return managers.kernel_manager(ctx.serverapp).get_kernel(self.kernel_id)
         except KeyError:
             raise ToolError(f"The kernel of {self.api_path} is gone (it was shut down)") from None
 
@@ -83,16 +84,17 @@ async def notebook_kernel(
         found = await find_notebook_kernel(ctx, path)
         if found is not None:
             return found
-        specs = serverapp.kernel_manager.kernel_spec_manager.get_all_specs()
+        specs = await managers.kernel_specs(serverapp)
         if kernel_name is not None and kernel_name not in specs:
             raise ToolError(
                 f"No kernel named {kernel_name!r}; the server has: {', '.join(sorted(specs))}"
             )
-        name = kernel_name or kernel_name_for(path, serverapp.kernel_manager)
+        default = managers.kernel_manager(serverapp).default_kernel_name
+        name = kernel_name or await asyncio.to_thread(kernel_name_for, path, specs, default)
         try:
             model = await serverapp.session_manager.create_session(
                 path=wanted, name=Path(wanted).name, type="notebook", kernel_name=name
             )
         except Exception as e:  # a kernel that fails to launch: its own message says why
-            raise ToolError(f"Could not start a kernel for {wanted}: {e}") from e
+            raise ToolError(f"Could not start a kernel for {wanted}: {managers.describe(e)}") from e
         return NotebookKernel(model["id"], model["kernel"]["id"], wanted)

@@ -20,6 +20,7 @@ from ..core.registry import Image
 from ..documents.cells import find_cell, source_of
 from ..documents.facts import is_notebook
 from ..documents.notebook_document import NotebookDocument
+from ..kernels import managers
 from ..kernels.outputs import images_of, output_object
 from ..kernels.sessions import find_notebook_kernel
 
@@ -152,13 +153,13 @@ async def kernel_of(ctx: ToolContext, path: Path) -> dict[str, Any] | None:
     if found is None:
         return None
     try:
-        manager = ctx.serverapp.kernel_manager.get_kernel(found.kernel_id)
+        manager = managers.kernel_manager(ctx.serverapp).get_kernel(found.kernel_id)
     except KeyError:
         return None
     return {
         "kernelId": found.kernel_id,
         "name": getattr(manager, "kernel_name", None),
-        "state": getattr(manager, "execution_state", None),
+        "state": await managers.state(manager),
     }
 
 

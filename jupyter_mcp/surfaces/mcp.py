@@ -157,7 +157,11 @@ class _CallLogHandler(logging.Handler):
 
 def mcp_tool(tool: Tool, window: int) -> types.Tool:
     """The MCP declaration of a registry tool: schema (for a result window of ``window``
-    characters), title and every annotation hint."""
+    characters), title and every annotation hint.
+
+    The title is given once, as the tool's own (MCP prefers it to the annotations' title):
+    every listing pays for each word of a declaration in every conversation.
+    """
     hints = tool.annotations
     return types.Tool(
         name=tool.name,
@@ -165,7 +169,6 @@ def mcp_tool(tool: Tool, window: int) -> types.Tool:
         description=tool.description,
         input_schema=tool.advertised_schema(window),
         annotations=types.ToolAnnotations(
-            title=hints["title"],
             read_only_hint=hints["readOnlyHint"],
             destructive_hint=hints["destructiveHint"],
             idempotent_hint=hints["idempotentHint"],

@@ -32,8 +32,7 @@ def action_needs_approval(action_id: str, patterns: tuple[str, ...] | list[str])
 
 @tools.tool(
     "list_available_actions",
-    "List the JupyterLab commands (actions) that can run now in the active JupyterLab window, "
-    "as a JSON array of {id, text}: enabled, visible commands that have a label.",
+    "The JupyterLab commands that can run now in the active window: [{id, text}].",
     read_only=True,
     title="List actions",
 )
@@ -53,17 +52,10 @@ async def list_available_actions(ctx: ToolContext) -> list[dict[str, str]]:
 
 @tools.tool(
     "execute_action_by_id",
-    "Execute a JupyterLab command (action) by its id, as listed by list_available_actions, in "
-    "the active JupyterLab window. Does not wait for the command to finish. Commands that act on "
-    "the server (delete or rename files, run code, restart or shut down kernels, terminals …) "
-    'first ask the user\'s approval in JupyterLab. Returns "ok" or "action not found".',
-    {
-        "actionId": {
-            "type": "string",
-            "minLength": 1,
-            "description": "The command id, for example docmanager:save.",
-        }
-    },
+    "Run a JupyterLab command by id (from list_available_actions) in the active window, "
+    "without waiting for it to end. Commands that delete, run code, drive kernels … first ask "
+    'the user\'s approval. Answers "ok" or "action not found".',
+    {"actionId": {"type": "string", "minLength": 1, "description": "e.g. docmanager:save"}},
     required=["actionId"],
     destructive=True,
     open_world=False,

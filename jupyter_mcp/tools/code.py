@@ -26,24 +26,19 @@ tools = ToolSet("code")
 PATH = {
     "type": "string",
     "description": (
-        "Path of a Python file (.py) or notebook (.ipynb) relative to the project root. A "
-        "notebook's positions are those of its percent-format text (get_file_text_by_path)."
+        "A .py file or notebook, relative to the project root; a notebook's positions are "
+        "those of its percent-format text."
     ),
 }
-LINE = {"type": "integer", "minimum": 0, "description": "Line of the symbol (0-based)."}
-CHARACTER = {
-    "type": "integer",
-    "minimum": 0,
-    "description": "Character of the symbol within the line (0-based).",
-}
+LINE = {"type": "integer", "minimum": 0, "description": "0-based line."}
+CHARACTER = {"type": "integer", "minimum": 0, "description": "0-based character in the line."}
 
 
 @tools.tool(
     "get_symbols_in_file",
-    "Get all symbols defined in a Python file or notebook (classes, functions, methods, "
-    "properties, variables, constants, imports) with VS Code SymbolKind names as kind, "
-    "0-based ranges from the start to the end of each definition, a signature-like detail, "
-    "and class members nested as children.",
+    "The symbols a Python file or notebook defines (classes, functions, methods, variables, "
+    "imports …): VS Code SymbolKind names as kind, 0-based ranges of each definition, a "
+    "signature-like detail, class members as children.",
     {"pathInProject": PATH},
     required=["pathInProject"],
     read_only=True,
@@ -62,11 +57,9 @@ def get_symbols_in_file(ctx: ToolContext, pathInProject: str) -> dict[str, Any]:
 
 @tools.tool(
     "find_references",
-    "Find every reference of the symbol at a position across the project's Python modules and "
-    "notebooks, the definition included (import aliases and attribute uses too). Lines and "
-    "characters are 0-based; each reference has path, line, character, endLine, endCharacter. "
-    "Files ignored by .gitignore, virtual environments and links leading outside the project "
-    "are not part of it.",
+    "Find every reference of the symbol at a position in the project's Python files and "
+    "notebooks, the definition included. Positions in and out are 0-based; .gitignored files "
+    "and virtual environments are left out.",
     {"pathInProject": PATH, "line": LINE, "character": CHARACTER},
     required=["pathInProject", "line", "character"],
     read_only=True,
@@ -93,34 +86,34 @@ def find_references(
 
 @tools.tool(
     "refactor_code_at_location",
-    "Refactor Python code at a 0-based position: 'rename' the symbol there across the project, "
-    "notebooks included (options.newName); 'extract_variable' or 'extract_function' for the "
-    "code from (line, character) to (options.endLine, options.endCharacter), named "
-    "options.newName; 'inline' the variable there. Every changed file is written, or none.",
+    "Refactor Python code at a 0-based position: rename the symbol there project-wide, "
+    "notebooks included; extract_variable or extract_function the code from (line, "
+    "character) to (options.endLine, options.endCharacter); inline the variable there. Every "
+    "changed file is written, or none.",
     {
         "pathInProject": PATH,
         "line": LINE,
         "character": CHARACTER,
         "refactorType": {
             "type": "string",
-            "description": "One of: " + ", ".join(REFACTOR_TYPES) + ".",
+            "description": " | ".join(REFACTOR_TYPES),
         },
         "options": {
             "type": "object",
             "properties": {
                 "newName": {
                     "type": "string",
-                    "description": "New name (rename) or name of the new variable or function.",
+                    "description": "The new name: of the symbol, variable or function.",
                 },
                 "endLine": {
                     "type": "integer",
                     "minimum": 0,
-                    "description": "End line of the code to extract (0-based).",
+                    "description": "extract: end line (0-based).",
                 },
                 "endCharacter": {
                     "type": "integer",
                     "minimum": 0,
-                    "description": "End character (exclusive) of the code to extract (0-based).",
+                    "description": "extract: end character (0-based, exclusive).",
                 },
             },
             "additionalProperties": False,
@@ -221,26 +214,20 @@ MAX_PROBLEM_FILES = 200
 
 @tools.tool(
     "get_file_problems",
-    "Get the problems of a Python file or notebook: syntax errors, undefined names, unused "
-    "imports and variables, redefinitions (pyflakes; the code is read, never run). Lines and "
-    "characters are 0-based in the file's text view; a notebook's problems also have the "
-    "cellId and the line inside the cell (cellLine). A notebook is checked as run from the "
-    "top: names defined in earlier cells count, a name defined only in a later cell is an "
-    "error (DefinedInLaterCell), cells that ran out of order are a warning "
-    "(ExecutedOutOfOrder), IPython magics and shell lines are understood. Given a folder "
-    "(or '.' for the project), checks its Python files and notebooks, at most maxFiles.",
+    "Problems pyflakes finds in a Python file or notebook (syntax errors, undefined names, "
+    "unused imports …), without running it. Lines and characters are 0-based in its text "
+    "view; a notebook's problems add cellId and cellLine. A notebook is checked as run top "
+    "to bottom (DefinedInLaterCell, ExecutedOutOfOrder). A folder ('.' is the project) "
+    "checks its files, at most maxFiles.",
     {
         "pathInProject": {
             "type": "string",
-            "description": (
-                "Path of a Python file (.py), a notebook (.ipynb) or a folder, relative to "
-                "the project root."
-            ),
+            "description": "A .py file, notebook or folder, relative to the project root.",
         },
         "maxFiles": {
             "type": "integer",
             "minimum": 1,
-            "description": f"Folders: check at most this many files (default {MAX_PROBLEM_FILES}).",
+            "description": f"Folders: files at most (default {MAX_PROBLEM_FILES}).",
         },
     },
     required=["pathInProject"],

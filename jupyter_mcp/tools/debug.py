@@ -23,19 +23,14 @@ tools = ToolSet("debug")
 
 @tools.tool(
     "toggle_debugger_breakpoint",
-    "Toggle a debugger breakpoint at the specified line (1-based) of a project file. For a "
-    "notebook, the line is a line of its percent-format text view. Returns 'Breakpoint added' "
-    "or 'Breakpoint removed'.",
+    "Add or remove a breakpoint at a line of a project file (of a notebook's percent-format "
+    "text). Answers 'Breakpoint added' or 'Breakpoint removed'.",
     {
         "pathInProject": {
             "type": "string",
-            "description": "The relative path to the file within the project.",
+            "description": "File path relative to the project root.",
         },
-        "line": {
-            "type": "integer",
-            "minimum": 1,
-            "description": "The line number where to toggle the breakpoint (1-based).",
-        },
+        "line": {"type": "integer", "minimum": 1, "description": "1-based."},
     },
     required=["pathInProject", "line"],
     title="Toggle breakpoint",
@@ -63,8 +58,7 @@ def toggle_debugger_breakpoint(ctx: ToolContext, pathInProject: str, line: int) 
 
 @tools.tool(
     "get_debugger_breakpoints",
-    "Get all line breakpoints set in the project: a JSON array of {path (absolute), line "
-    "(1-based)}.",
+    "Every breakpoint of the project: [{path (absolute), line (1-based)}].",
     read_only=True,
     idempotent=True,
     title="List breakpoints",
@@ -92,76 +86,60 @@ _DEBUG_ACTIONS = [
 
 @tools.tool(
     "debug_session",
-    "Debug a notebook's code in its kernel (ipykernel's debugger, the one JupyterLab's debugger "
-    "uses): stop at breakpoints, read the stack and variables, evaluate, step. Actions: "
-    "'start' turns the debugger on for the notebook's kernel and sets the notebook's breakpoints "
-    "(those of toggle_debugger_breakpoint: lines of its percent-format view, and lines of the "
-    "project's .py files it imports) — if the user has "
-    "JupyterLab's debugger on for that kernel, the session shares it; 'exceptions' "
-    "('none'/'raised'/'uncaught') also stops on exceptions. 'run_cell' (cellId or index) runs a "
-    "cell under the debugger and answers when it stops ({'state': 'stopped', 'where': {cellId, "
-    "line (0-based in the cell), viewLine (1-based, percent view), code, function, reason: "
-    "breakpoint/step/exception/pause}, 'frameId'}), finishes ({'state': 'finished', 'status', "
-    "'outputs'}) or is still running after timeoutMs ({'state': 'running'}). 'continue', "
-    "'step_over', 'step_into', 'step_out', 'pause' move and answer the same way. 'stack' lists "
-    "frames (frameId, function, cellId/line or file/fileLine); 'variables' gives a frame's scopes "
-    "and its locals (frameId, default the innermost), or the children of a variablesReference, "
-    "paged by start/count, values cut to 300 characters; 'evaluate' evaluates 'expression' in a "
-    "frame. 'state' says whether a session is on ('session': 'on'/'off'), whether its cell runs "
-    "or is stopped and where, and which breakpoints the debugger verified. 'stop' ends the "
-    "session; nothing stays paused.",
+    "Debug a notebook's code in its kernel with ipykernel's debugger, shared with "
+    "JupyterLab's when the user has it on. start: debugger on, with the breakpoints of "
+    "toggle_debugger_breakpoint (in the notebook and the .py files it imports). run_cell "
+    "answers when the cell stops (state 'stopped', where: {cellId, line 0-based in the cell, "
+    "viewLine 1-based}, frameId), finishes ('finished', outputs) or runs past timeoutMs "
+    "('running'); so do continue, step_over, step_into, step_out, pause. stack: frames. "
+    "variables: a frame's locals, or a variablesReference's children. evaluate: expression in "
+    "a frame. state: on or off, running or where stopped. stop: ends it, nothing stays paused.",
     {
-        "action": {"type": "string", "enum": _DEBUG_ACTIONS, "description": "What to do."},
+        "action": {"type": "string", "enum": _DEBUG_ACTIONS},
         "pathInProject": {
             "type": "string",
-            "description": (
-                "The notebook (.ipynb), relative to the project root; default: the notebook "
-                "focused in JupyterLab."
-            ),
+            "description": "The notebook; default: the one focused in JupyterLab.",
         },
-        "cellId": {"type": "string", "description": "run_cell: the cell to run."},
+        "cellId": {"type": "string", "description": "run_cell: the cell."},
         "index": {
             "type": "integer",
             "minimum": 0,
-            "description": "run_cell: the cell to run by 0-based index (cellId wins).",
+            "description": "run_cell: the cell's 0-based index (cellId wins).",
         },
         "frameId": {
             "type": "integer",
-            "description": "variables, evaluate: the frame (from 'stack'); default the innermost.",
+            "description": "variables, evaluate: a frame from stack; default the innermost.",
         },
         "variablesReference": {
             "type": "integer",
             "minimum": 1,
-            "description": "variables: expand this variable (or scope) instead of a frame.",
+            "description": "variables: expand this instead of a frame.",
         },
-        "expression": {"type": "string", "description": "evaluate: a Python expression."},
+        "expression": {"type": "string", "description": "evaluate: Python."},
         "start": {
             "type": "integer",
             "minimum": 0,
             "default": 0,
-            "description": "stack, variables: the first item to return.",
+            "description": "stack, variables: 0-based first item.",
         },
         "count": {
             "type": "integer",
             "minimum": 1,
             "maximum": 200,
             "default": 50,
-            "description": "stack, variables: how many items to return.",
+            "description": "stack, variables: items at most.",
         },
         "exceptions": {
             "type": "string",
             "enum": list(EXCEPTION_FILTERS),
-            "description": (
-                "start: stop on every exception raised ('raised'), on those the notebook's "
-                "code does not catch ('uncaught'), or on none (default)."
-            ),
+            "description": "start: also stop on exceptions raised, or uncaught ones; default none.",
         },
         "timeoutMs": {
             "type": "integer",
             "minimum": 1,
             "maximum": 600000,
             "default": 30000,
-            "description": "run_cell and moves: how long to wait for the code to stop or finish.",
+            "description": "run_cell and moves: wait this long to stop or finish.",
         },
     },
     required=["action"],

@@ -31,9 +31,8 @@ NO_DOCUMENT = (
 
 @tools.tool(
     "get_open_in_editor_file_text",
-    "Get the complete text of the file open in the JupyterLab editor (the notebook or file "
-    "focused last), including unsaved edits. A notebook reads as its percent-format script "
-    "(# %% cells). Returns an empty string when no file is open.",
+    "The text of the document focused last in JupyterLab, unsaved edits included (a "
+    "notebook as its percent-format script); an empty string when none is open.",
     read_only=True,
     title="Read active editor",
 )
@@ -51,8 +50,8 @@ async def get_open_in_editor_file_text(ctx: ToolContext) -> str:
 
 @tools.tool(
     "get_open_in_editor_file_path",
-    "Get the absolute path of the file open in the JupyterLab editor (the notebook or file "
-    "focused last). Returns an empty string when no file is open.",
+    "The absolute path of the document focused last in JupyterLab; an empty string when none "
+    "is open.",
     read_only=True,
     title="Active editor path",
 )
@@ -64,10 +63,9 @@ async def get_open_in_editor_file_path(ctx: ToolContext) -> str:
 
 @tools.tool(
     "replace_selected_text",
-    "Replace the text selected in the JupyterLab editor (in a notebook: the selection in the "
-    "active cell) with new text; with nothing selected the text is inserted at the cursor. "
-    "The change is undoable with Ctrl+Z and is not saved until the user saves.",
-    {"text": {"type": "string", "description": "The text that replaces the selection."}},
+    "Replace the selection in JupyterLab's active editor (in a notebook, of the active cell) "
+    "with text, or insert it at the cursor. Undoable; not saved until the user saves.",
+    {"text": {"type": "string"}},
     required=["text"],
     title="Replace selection",
 )
@@ -82,10 +80,9 @@ async def replace_selected_text(ctx: ToolContext, text: str) -> str:
 
 @tools.tool(
     "replace_current_file_text",
-    "Replace the entire text of the file open in the JupyterLab editor. For a notebook give "
-    "its percent-format script: cells whose text is unchanged keep their outputs. The change "
-    "is undoable with Ctrl+Z and is not saved until the user saves.",
-    {"text": {"type": "string", "description": "The new content of the document."}},
+    "Replace the whole text of JupyterLab's active document (a notebook's as percent-format "
+    "text: unchanged cells keep their outputs). Undoable; not saved until the user saves.",
+    {"text": {"type": "string"}},
     required=["text"],
     idempotent=True,
     title="Replace editor text",
@@ -115,14 +112,8 @@ def _cell_message(cell: Any) -> dict[str, Any]:
 
 @tools.tool(
     "open_file_in_editor",
-    "Open a project file in JupyterLab (notebooks in the notebook editor, other files in the "
-    "file editor) and make it the active editor.",
-    {
-        "pathInProject": {
-            "type": "string",
-            "description": "Path relative to the project root (an absolute path inside it works).",
-        }
-    },
+    "Open a project file in JupyterLab and make it the active editor.",
+    {"pathInProject": {"type": "string", "description": "Relative to the project root."}},
     required=["pathInProject"],
     read_only=True,
     title="Open file",

@@ -21,10 +21,7 @@ tools = ToolSet("files")
 
 PATH = {
     "type": "string",
-    "description": (
-        "Path relative to the project root (an absolute path inside the project also works). "
-        "Notebooks (.ipynb) read and write as percent-format scripts."
-    ),
+    "description": "File path relative to the project root.",
 }
 
 
@@ -38,9 +35,8 @@ def _where(ctx: ToolContext, path: Path) -> dict[str, Any]:
 
 @tools.tool(
     "get_file_text_by_path",
-    "Get the text of a project file by its path relative to the project root. A notebook "
-    "(.ipynb) is returned as its percent-format script (# %% cells), the view every text tool "
-    "uses. Binary files are refused.",
+    "Read a project file's text. A notebook (.ipynb) reads as its percent-format script "
+    "(# %% cells), the view every text tool uses. Binary files are refused.",
     {"pathInProject": PATH},
     required=["pathInProject"],
     read_only=True,
@@ -55,8 +51,8 @@ def get_file_text_by_path(ctx: ToolContext, pathInProject: str) -> dict[str, Any
 
 @tools.tool(
     "rewrite_file_content",
-    "Replace the whole content of an existing project file. For a notebook, give its "
-    "percent-format text: cells whose text is unchanged keep their outputs and metadata.",
+    "Replace the whole text of an existing file. For a notebook give percent-format text: "
+    "cells whose text is unchanged keep their outputs and metadata.",
     {"pathInProject": PATH, "text": {"type": "string", "description": "The new content."}},
     required=["pathInProject", "text"],
     idempotent=True,
@@ -83,9 +79,8 @@ def rewrite_file_content(ctx: ToolContext, pathInProject: str, text: str) -> dic
 
 @tools.tool(
     "create_new_file_with_text",
-    "Create a new file (and its missing parent folders) with the given text. A .ipynb path "
-    "takes percent-format text and becomes a notebook with a Python 3 kernel. Refuses to "
-    "overwrite an existing file.",
+    "Create a file (and missing parent folders) with the text; refuses to overwrite an "
+    "existing file. A .ipynb path takes percent-format text and becomes a Python 3 notebook.",
     {"pathInProject": PATH, "text": {"type": "string", "description": "The file's content."}},
     required=["pathInProject", "text"],
     title="Create file",
@@ -111,8 +106,8 @@ def create_new_file_with_text(ctx: ToolContext, pathInProject: str, text: str) -
 
 @tools.tool(
     "list_files_in_folder",
-    'List the files and folders directly inside a project folder (use "/" for the root). '
-    "Entries are sorted by name; paths are relative to the project root.",
+    "List the files and folders directly in a project folder, sorted by name, with "
+    "project-relative paths.",
     {
         "pathInProject": {
             **PATH,
@@ -159,10 +154,8 @@ def _terminator(line: str) -> str:
 
 @tools.tool(
     "replace_file_content_at_position",
-    "Replace lines startLine..endLine (1-based, inclusive) of a file with content, leaving "
-    "the rest unchanged. With offset, the replacement starts at that character (0-based) of "
-    "startLine, keeping the characters before it. The line break after endLine is kept. "
-    "Lines of a notebook are lines of its percent-format text.",
+    "Replace lines startLine..endLine of a file with content; the line break after endLine "
+    "stays. A notebook's lines are those of its percent-format text.",
     {
         "pathInProject": PATH,
         "startLine": {"type": "integer", "minimum": 1, "description": "First line (1-based)."},
@@ -171,11 +164,12 @@ def _terminator(line: str) -> str:
             "minimum": 1,
             "description": "Last line (1-based, inclusive).",
         },
-        "content": {"type": "string", "description": "The new text for that range."},
+        "content": {"type": "string", "description": "The new text for those lines."},
         "offset": {
             "type": "integer",
             "minimum": 0,
-            "description": "Character offset in startLine where the replacement begins (0-based).",
+            "default": 0,
+            "description": "Start at this character of startLine (0-based), keeping those before.",
         },
     },
     required=["pathInProject", "startLine", "endLine", "content"],
@@ -218,8 +212,8 @@ def replace_file_content_at_position(
 
 @tools.tool(
     "append_file_content",
-    "Append text to the end of an existing file. For a notebook, the text extends its "
-    "percent-format script (start it with '# %%' to add a new cell).",
+    "Append text to the end of an existing file. A notebook's percent-format script grows: "
+    "start the text with '# %%' to add a cell.",
     {"pathInProject": PATH, "text": {"type": "string", "description": "Text to append."}},
     required=["pathInProject", "text"],
     title="Append to file",
@@ -234,13 +228,16 @@ def append_file_content(ctx: ToolContext, pathInProject: str, text: str) -> dict
 
 @tools.tool(
     "replace_specific_text",
-    "Replace occurrences of searchText with replaceText in a file (case-sensitive, literal "
-    "text). Only the first occurrence unless replaceAll is true. Fails, changing nothing, "
-    "when searchText does not occur.",
+    "Replace searchText with replaceText in a file: the first occurrence, or every one with "
+    "replaceAll. Fails, changing nothing, when searchText does not occur.",
     {
         "pathInProject": PATH,
-        "searchText": {"type": "string", "minLength": 1, "description": "Literal text to find."},
-        "replaceText": {"type": "string", "description": "Replacement text."},
+        "searchText": {
+            "type": "string",
+            "minLength": 1,
+            "description": "Literal, case-sensitive text to find.",
+        },
+        "replaceText": {"type": "string"},
         "replaceAll": {
             "type": "boolean",
             "default": False,

@@ -27,7 +27,7 @@ READ: dict[str, Any] = {"read_only": True, "idempotent": True}
 
 PATH = {
     "type": "string",
-    "description": "File path relative to the project root (an absolute path inside it works).",
+    "description": "File path relative to the project root.",
 }
 
 
@@ -69,10 +69,9 @@ def _with_repo(ctx: ToolContext, work: Callable[[GitProject], Any]) -> Any:
 
 @tools.tool(
     "get_project_vcs_status",
-    "Get the git status of the project: every changed file under the project root with "
-    "pathInProject and type MODIFICATION, ADDITION, DELETION, MOVED (fromPathInProject says "
-    "where from) or UNVERSIONED (untracked; ignored files are left out). Staged and unstaged "
-    "changes are both listed; staged/unstaged say which, conflict marks unmerged files.",
+    "Git status: each changed file of the project with pathInProject and type "
+    "(MODIFICATION, ADDITION, DELETION, MOVED, UNVERSIONED), staged and unstaged, conflict "
+    "marking unmerged files; ignored files are left out.",
     title="Git status",
     **READ,
 )
@@ -83,10 +82,9 @@ def get_project_vcs_status(ctx: ToolContext) -> list[dict[str, Any]]:
 
 @tools.tool(
     "find_commit_by_message",
-    "Search commit messages in the project's history (HEAD, local and remote branches, tags) "
-    "for text: every word of text must appear, case-insensitively. Returns full commit hashes, "
-    "newest first.",
-    {"text": {"type": "string", "description": "Words to look for in commit messages."}},
+    "Commits on any branch or tag whose message has every word of text, case-insensitive: "
+    "full hashes, newest first.",
+    {"text": {"type": "string"}},
     required=["text"],
     title="Find commits by message",
     **READ,
@@ -98,18 +96,9 @@ def find_commit_by_message(ctx: ToolContext, text: str) -> list[str]:
 
 @tools.tool(
     "get_file_history",
-    "Get the commits of the current branch that changed a file, newest first, following "
-    "renames. Each entry: hash (full), message, author, authorEmail, date (ISO-8601 UTC) and "
-    "pathInProject (the file's name in that commit).",
-    {
-        "pathInProject": PATH,
-        "maxEntries": {
-            "type": "integer",
-            "minimum": 1,
-            "default": 100,
-            "description": "Maximum number of commits to return (default 100).",
-        },
-    },
+    "The current branch's commits that changed a file, newest first, following renames "
+    "(pathInProject: its name in each).",
+    {"pathInProject": PATH, "maxEntries": {"type": "integer", "minimum": 1, "default": 100}},
     required=["pathInProject"],
     title="File history",
     **READ,
@@ -123,21 +112,13 @@ def get_file_history(
 
 @tools.tool(
     "get_file_diff",
-    "Get a unified diff (git format) of one file. No commits: HEAD against the working tree "
-    "(staged and unstaged changes; an untracked file shows as new). commit1 only: that commit "
-    "against the working tree. commit1 and commit2: between the two commits (commit2 alone "
-    "compares HEAD with it). Commits may be full or short hashes, HEAD~n, branch or tag names. "
-    "A notebook (.ipynb) is diffed as its percent-format source text instead of its raw "
-    "JSON: outputs, execution counts and metadata are left out (if one side is not a valid "
-    "notebook, the raw JSON diff is returned). An empty string means no difference; a binary "
-    "file that differs is refused with an error.",
+    "Unified diff of one file between commit1 and commit2 (hashes, HEAD~n, branch or tag "
+    "names). A notebook is diffed as its percent-format text, outputs left out. An empty "
+    "string means no difference.",
     {
         "pathInProject": PATH,
-        "commit1": {"type": "string", "description": "First (older) revision; default HEAD."},
-        "commit2": {
-            "type": "string",
-            "description": "Second revision; default: the working tree.",
-        },
+        "commit1": {"type": "string", "description": "Older revision; default HEAD."},
+        "commit2": {"type": "string", "description": "Newer one; default the working tree."},
     },
     required=["pathInProject"],
     title="File diff",
@@ -152,9 +133,8 @@ def get_file_diff(
 
 @tools.tool(
     "get_branch_info",
-    "Get the current branch and the local branches. current is null when HEAD is detached "
-    "(detached: true, headCommit gives the commit). Also mainBranch (main, or master when there "
-    "is no main), remoteBranches, and headCommit null when the repository has no commits yet.",
+    "The current branch (null when HEAD is detached), local and remote branches, mainBranch "
+    "and headCommit.",
     title="Branch info",
     **READ,
 )
@@ -165,10 +145,8 @@ def get_branch_info(ctx: ToolContext) -> dict[str, Any]:
 
 @tools.tool(
     "get_commit_details",
-    "Get one commit: hash, shortHash, message, author, authorEmail, committer, date (ISO-8601 "
-    "UTC), parents, files changed (paths relative to the project root; ../ when outside it) and "
-    "changes with their types. commitHash may be a full or short hash, HEAD~n or a branch name.",
-    {"commitHash": {"type": "string", "description": "The commit (hash, short hash, HEAD~1 …)."}},
+    "One commit: hash, message, author, date, parents and the files it changed.",
+    {"commitHash": {"type": "string", "description": "Hash, short hash, HEAD~n or branch."}},
     required=["commitHash"],
     title="Commit details",
     **READ,
@@ -180,16 +158,14 @@ def get_commit_details(ctx: ToolContext, commitHash: str) -> dict[str, Any]:
 
 @tools.tool(
     "commit_changes",
-    "Commit with a message. With files: exactly those files (or folders) are added as they are "
-    "in the working tree (new, changed or deleted) and committed; anything else already staged "
-    "stays staged and is not included. Without files: commits what is staged. Refused when "
-    "there is nothing to commit. Git hooks run as usual.",
+    "Commit: with files, exactly those paths as they are in the working tree (other staged "
+    "changes stay staged); without, what is staged. Refused when there is nothing to commit.",
     {
-        "message": {"type": "string", "description": "The commit message."},
+        "message": {"type": "string"},
         "files": {
             "type": "array",
             "items": {"type": "string"},
-            "description": "Paths relative to the project root to add and commit.",
+            "description": "Paths relative to the project root.",
         },
     },
     required=["message"],
@@ -205,16 +181,14 @@ def commit_changes(
 
 @tools.tool(
     "pull_changes",
-    "Pull from a remote into the current branch: fast-forward, or a merge when the branches "
-    "diverged (a rebase when the repository sets pull.rebase). Refused with git's reason when "
-    "local changes would be overwritten; a pull that would conflict is aborted and leaves the "
-    "branch as it was. Credentials are never prompted for: a remote that needs them fails with "
-    "a clear error (configure a credential helper or SSH key).",
+    "Pull into the current branch (fast-forward, merge, or rebase if pull.rebase). Refused "
+    "when local changes would be overwritten; a conflicting pull is aborted, nothing changed. "
+    "Never prompts for credentials.",
     {
-        "remote": {"type": "string", "default": "origin", "description": "Remote name."},
+        "remote": {"type": "string", "default": "origin"},
         "branch": {
             "type": "string",
-            "description": "Remote branch; default: the upstream, else the current branch's name.",
+            "description": "Remote branch; default the upstream, else the current one's name.",
         },
     },
     title="Pull changes",
@@ -227,9 +201,9 @@ def pull_changes(ctx: ToolContext, remote: str = "origin", branch: str | None = 
 
 @tools.tool(
     "switch_branch",
-    "Switch the working tree to an existing branch (a branch that exists only on one remote is "
-    "created tracking it). Refused with git's reason when local changes would be overwritten.",
-    {"branch": {"type": "string", "description": "The branch to switch to."}},
+    "Check out an existing branch (one only on a remote is created tracking it). Refused "
+    "when local changes would be overwritten.",
+    {"branch": {"type": "string"}},
     required=["branch"],
     title="Switch branch",
 )
@@ -240,15 +214,8 @@ def switch_branch(ctx: ToolContext, branch: str) -> dict[str, Any]:
 
 @tools.tool(
     "create_branch",
-    "Create a branch at the current commit; with checkout true, also switch to it.",
-    {
-        "branch": {"type": "string", "description": "The new branch's name."},
-        "checkout": {
-            "type": "boolean",
-            "default": False,
-            "description": "Switch to the new branch after creating it.",
-        },
-    },
+    "Create a branch at the current commit; with checkout, switch to it too.",
+    {"branch": {"type": "string"}, "checkout": {"type": "boolean", "default": False}},
     required=["branch"],
     title="Create branch",
     destructive=False,  # adds, never overwrites
@@ -323,19 +290,16 @@ def _merge_needs_approval(arguments: dict[str, Any]) -> bool:
 
 @tools.tool(
     "branch_action",
-    "Project branches. action list shows branches and the current branch. action create makes "
-    "a branch (branchName, 1-80 characters; optional sourceBranch; switchToBranch, default "
-    "true). action switch checks out a branch (branchId). action merge merges sourceBranch "
-    "(default: the current branch) into targetBranch (default: main, or master when there is "
-    "no main); switchToTarget (default false) then checks the target out. action mergeToMain "
-    "merges the current feature branch into main (refused on main). Merges require the user's "
-    "approval in JupyterLab, and are refused with nothing changed when they would conflict or "
-    "overwrite local changes. Fields of other actions are refused.",
+    "Project branches. list: branches and the current one. create: branchName (1-80 "
+    "characters), optional sourceBranch, switchToBranch (default true). switch: branchId. "
+    "merge: sourceBranch (default the current branch) into targetBranch (default main, or "
+    "master), switchToTarget (default false). mergeToMain: the current branch into main. "
+    "Merges need the user's approval and are refused, nothing changed, when they would "
+    "conflict.",
     {
         "action": {
             "type": "string",
             "enum": ["list", "create", "switch", "merge", "mergeToMain"],
-            "description": "action for branch_action",
         }
     },
     required=["action"],

@@ -29,25 +29,16 @@ tools = ToolSet("kernels")
 
 NOTEBOOK = {
     "type": "string",
-    "description": (
-        "The notebook (.ipynb), relative to the project root (an absolute path inside it "
-        "works). Default: the notebook focused in JupyterLab."
-    ),
+    "description": "The notebook; default: the one focused in JupyterLab.",
 }
 TIMEOUT = {
     "type": "integer",
     "minimum": 1,
     "maximum": MAX_TIMEOUT_MS,
     "default": DEFAULT_TIMEOUT_MS,
-    "description": (
-        "Stop after this many milliseconds: the kernel is interrupted and what ran so far is "
-        "answered with status 'timeout'."
-    ),
+    "description": "Past it the kernel is interrupted; what ran is answered as 'timeout'.",
 }
-CELL_ID = {
-    "type": "string",
-    "description": "The cell's id (from get_notebook_cells); wins over index.",
-}
+CELL_ID = {"type": "string", "description": "Wins over index."}
 INDEX = {"type": "integer", "minimum": 0, "description": "The cell's 0-based index."}
 
 
@@ -61,31 +52,26 @@ def _answer(execution: Execution) -> WithImages:
 
 @tools.tool(
     "execute_notebook_cells",
-    "Run code cells of a notebook in the notebook's own kernel (the one JupyterLab shows for "
-    "it, started when it has none), as if the user ran them: the execution count advances, "
-    "and the outputs appear in the notebook as they arrive (in the open JupyterLab window, or "
-    "in the file). Runs the cells named by cellIds, or those from fromIndex to toIndex "
-    "(inclusive), or all code cells; stops at the first cell that raises. Long runs send "
-    "progress with the last output line; cancelling the call or reaching timeoutMs interrupts "
-    "the kernel and answers what ran. With background, answers an executionId at once: "
-    "follow it with get_execution. Returns {executionId, status (ok, error, timeout, "
-    "interrupted, running), cells: [{cellId, executionCount, status, outputs}], notRun?, "
-    "error?}; pictures come as image content.",
+    "Run a notebook's code cells in its own kernel (started if it has none) as the user "
+    "would: counts advance, outputs go into the notebook as they come. Runs cellIds, or "
+    "fromIndex..toIndex, or all; stops at the first error. Cancelling or timeoutMs interrupts "
+    "the kernel. With background, answers an executionId at once for get_execution. Answers "
+    "status (ok, error, timeout, interrupted, running) and each cell's outputs.",
     {
         "pathInProject": NOTEBOOK,
         "cellIds": {
             "type": "array",
             "items": {"type": "string"},
-            "description": "Ids of the code cells to run (run in notebook order).",
+            "description": "Run in notebook order.",
         },
-        "fromIndex": {"type": "integer", "minimum": 0, "description": "First cell to run."},
-        "toIndex": {"type": "integer", "minimum": 0, "description": "Last cell to run."},
+        "fromIndex": {"type": "integer", "minimum": 0, "description": "0-based first cell."},
+        "toIndex": {
+            "type": "integer",
+            "minimum": 0,
+            "description": "0-based last cell, inclusive.",
+        },
         "timeoutMs": TIMEOUT,
-        "background": {
-            "type": "boolean",
-            "default": False,
-            "description": "Answer an executionId at once instead of waiting for the run.",
-        },
+        "background": {"type": "boolean", "default": False},
     },
     open_world=True,
     title="Run notebook cells",
@@ -118,18 +104,11 @@ async def execute_notebook_cells(
 
 @tools.tool(
     "get_execution",
-    "The state of a run started by execute_notebook_cells: status (running, ok, error, "
-    "timeout, interrupted) and each cell's outputs so far, as execute_notebook_cells answers. "
-    "With waitMs, waits up to that long for the run to end first.",
+    "A background run of execute_notebook_cells: its status and outputs so far, as "
+    "execute_notebook_cells answers. waitMs waits up to that long for its end first.",
     {
-        "executionId": {"type": "string", "description": "The executionId of the run."},
-        "waitMs": {
-            "type": "integer",
-            "minimum": 0,
-            "maximum": MAX_WAIT_MS,
-            "default": 0,
-            "description": "Wait up to this many milliseconds for the run to end.",
-        },
+        "executionId": {"type": "string"},
+        "waitMs": {"type": "integer", "minimum": 0, "maximum": MAX_WAIT_MS, "default": 0},
     },
     required=["executionId"],
     read_only=True,
@@ -145,14 +124,11 @@ async def get_execution(ctx: ToolContext, executionId: str, waitMs: int = 0) -> 
 
 @tools.tool(
     "execute_code_in_kernel",
-    "Run a snippet of code in a notebook's kernel without changing the notebook: it shares "
-    "the kernel's variables (what it assigns stays defined), but is not recorded in the "
-    "kernel's history and does not advance its execution count. Timeouts and cancelling "
-    "interrupt the kernel, as for cells. Returns {status, outputs, error?}; pictures come as "
-    "image content.",
+    "Run code in a notebook's kernel, sharing its variables, without changing the notebook, "
+    "its history or execution count. Timeouts and cancelling interrupt the kernel.",
     {
-        "pathInProject": {**NOTEBOOK, "description": "The notebook whose kernel runs the code."},
-        "code": {"type": "string", "description": "The code to run."},
+        "pathInProject": {**NOTEBOOK, "description": "Whose kernel; default: the focused one."},
+        "code": {"type": "string"},
         "timeoutMs": TIMEOUT,
     },
     required=["code"],
@@ -188,30 +164,20 @@ async def execute_code_in_kernel(
 
 @tools.tool(
     "kernel_action",
-    "List the server's kernels, or start, restart, interrupt, shut down or change a "
-    "notebook's kernel. list: [{kernelId, name, state, executionCount, lastActivity, "
-    "notebooks}] (with pathInProject, only that notebook's). start: the notebook's kernel "
-    "(kernelName, or the notebook's own, for a new one). restart: same session, variables "
-    "gone. interrupt: stops the running cell. "
-    "shutdown: ends the kernel and its session. change: a new kernel of kernelName for the "
-    "notebook (the old one is shut down, the notebook's metadata names the new one). Others "
-    "answer {kernelId, name, state}.",
+    "Kernels: list the server's, or start, restart (variables gone), interrupt, shutdown or "
+    "change a notebook's kernel. start uses kernelName or the notebook's own; change starts "
+    "a kernelName kernel for the notebook, shuts the old one down and names the new one in "
+    "the notebook's metadata.",
     {
         "action": {
             "type": "string",
             "enum": ["list", "start", "restart", "interrupt", "shutdown", "change"],
-            "description": "What to do.",
         },
         "pathInProject": {
             **NOTEBOOK,
-            "description": (
-                "The notebook whose kernel to act on (list: optional, narrows the list to it)."
-            ),
+            "description": "The notebook; default the focused one (list: only its kernels).",
         },
-        "kernelName": {
-            "type": "string",
-            "description": "A kernelspec name, such as python3 (start, change).",
-        },
+        "kernelName": {"type": "string", "description": "A kernelspec name, e.g. python3."},
     },
     required=["action"],
     open_world=True,
@@ -244,7 +210,7 @@ async def kernel_action(
     if kernelName is None:
         raise ToolError("kernel_action change needs kernelName (kernel_action list shows names)")
     answer = await control.change(ctx, clients, path, shown, kernelName)
-    metadata = control.kernelspec_metadata(ctx, kernelName)
+    metadata = await control.kernelspec_metadata(ctx, kernelName)
     document = await open_notebook(ctx, pathInProject or shown)
 
     def name_kernel(nb: dict[str, Any]) -> None:
@@ -256,16 +222,15 @@ async def kernel_action(
 
 @tools.tool(
     "get_kernel_variables",
-    "The variables defined in a notebook's kernel: name, type, a short repr (value), and "
-    "length or shape when they have one. Without names: every variable but modules, functions, "
-    "classes and names starting with an underscore. Asks the kernel silently: its namespace, "
-    "history and execution count stay as they were.",
+    "The variables of a notebook's kernel: name, type, short repr, length or shape. "
+    "Without names, all but modules, functions, classes and _names. Silent: the kernel's "
+    "state, history and count stay as they were.",
     {
         "pathInProject": NOTEBOOK,
         "names": {
             "type": "array",
             "items": {"type": "string"},
-            "description": "Only these variables (any kind); an undefined one is an error.",
+            "description": "Only these (an undefined one is an error).",
         },
     },
     read_only=True,
@@ -282,25 +247,16 @@ async def get_kernel_variables(
 
 @tools.tool(
     "get_kernel_completions",
-    "The kernel's own completions at a cursor position in a notebook cell (line and character "
-    "0-based within the cell's source): {matches, start, end} where start/end are the "
-    "offsets in that line of the text a match replaces. With inspect, also the kernel's "
-    "documentation of the name at the cursor. Runs no code.",
+    "The kernel's completions at a position in a notebook cell: matches, and the start and "
+    "end in the line of the text a match replaces. inspect adds the documentation of the "
+    "name there. Runs no code.",
     {
         "pathInProject": NOTEBOOK,
         "cellId": CELL_ID,
         "index": INDEX,
         "line": {"type": "integer", "minimum": 0, "description": "0-based line in the cell."},
-        "character": {
-            "type": "integer",
-            "minimum": 0,
-            "description": "0-based character in the line.",
-        },
-        "inspect": {
-            "type": "boolean",
-            "default": False,
-            "description": "Also answer the documentation of the name at the cursor.",
-        },
+        "character": {"type": "integer", "minimum": 0, "description": "0-based."},
+        "inspect": {"type": "boolean", "default": False},
     },
     required=["line", "character"],
     read_only=True,

@@ -29,21 +29,15 @@ tools = ToolSet("notebooks")
 
 PATH = {
     "type": "string",
-    "description": (
-        "The notebook (.ipynb), relative to the project root (an absolute path inside it "
-        "works). Default: the notebook focused in JupyterLab."
-    ),
+    "description": "The notebook; default: the one focused in JupyterLab.",
 }
-CELL_ID = {
-    "type": "string",
-    "description": "The cell's id (from get_notebook_cells); wins over index.",
-}
+CELL_ID = {"type": "string", "description": "Wins over index."}
 INDEX = {"type": "integer", "minimum": 0, "description": "The cell's 0-based index."}
 EXPECTED = {
     "type": "string",
     "description": (
-        "The cell's source as you last read it (or 'sha256:' + the hex SHA-256 of it): when "
-        "the cell changed since, nothing is changed and the error gives the current source."
+        "The source as you last read it (or 'sha256:' + its hex SHA-256): if the cell changed "
+        "since, nothing is changed and the error gives the current source."
     ),
 }
 
@@ -58,21 +52,13 @@ async def _change(
 
 @tools.tool(
     "get_notebook_cells",
-    "Read a notebook as cells: id, index, type, source, execution count and outputs "
-    "(each output's type and text, long text cut head and tail with the cut said; pictures "
-    "as images, errors as name, value and traceback), with the notebook's kernel. Reads the "
-    "open document in JupyterLab (unsaved edits included). Pages with start/limit.",
+    "A notebook's cells (id, index, type, source, execution count, outputs with long text "
+    "cut, pictures as images) and its kernel; unsaved edits in JupyterLab included.",
     {
         "pathInProject": PATH,
-        "start": {"type": "integer", "minimum": 0, "default": 0, "description": "First index."},
-        "limit": {
-            "type": "integer",
-            "minimum": 1,
-            "maximum": 500,
-            "default": 50,
-            "description": "How many cells at most.",
-        },
-        "includeOutputs": {"type": "boolean", "default": True, "description": "With outputs."},
+        "start": {"type": "integer", "minimum": 0, "default": 0, "description": "0-based."},
+        "limit": {"type": "integer", "minimum": 1, "maximum": 500, "default": 50},
+        "includeOutputs": {"type": "boolean", "default": True},
     },
     read_only=True,
     idempotent=True,
@@ -113,8 +99,7 @@ async def get_notebook_cells(
 
 @tools.tool(
     "get_notebook_cell",
-    "Read one notebook cell in full: source, execution count and every output (text, "
-    "pictures as images, errors as name, value and traceback).",
+    "One notebook cell in full: source, execution count, every output uncut.",
     {"pathInProject": PATH, "cellId": CELL_ID, "index": INDEX},
     read_only=True,
     idempotent=True,
@@ -137,18 +122,14 @@ async def get_notebook_cell(
 
 @tools.tool(
     "insert_notebook_cell",
-    "Insert a new cell (code, markdown or raw) into a notebook at an index, after a cell, or "
-    "at the end. Answers the new cell's id and index.",
+    "Insert a cell into a notebook at index, after afterCellId, or at the end; answers its "
+    "id and index.",
     {
         "pathInProject": PATH,
-        "source": {"type": "string", "description": "The cell's source."},
+        "source": {"type": "string"},
         "cellType": {"type": "string", "enum": list(ops.CELL_TYPES), "default": "code"},
-        "index": {
-            "type": "integer",
-            "minimum": 0,
-            "description": "Where the cell goes (0-based; the cell count appends).",
-        },
-        "afterCellId": {"type": "string", "description": "Insert after this cell."},
+        "index": {"type": "integer", "minimum": 0, "description": "0-based."},
+        "afterCellId": {"type": "string"},
     },
     required=["source"],
     destructive=False,
@@ -171,18 +152,16 @@ async def insert_notebook_cell(
 
 @tools.tool(
     "edit_notebook_cell",
-    "Edit a notebook cell: replace its whole source, or replace searchText with replaceText "
-    "(the first and only occurrence, or every one with replaceAll), and/or change its type. "
-    "With expectedSource, the edit is refused if the cell changed since you read it. Answers a "
-    "short unified diff.",
+    "Edit a notebook cell: a new source, or searchText replaced by replaceText (it must occur "
+    "once, or replaceAll), and/or a new cellType. Answers a unified diff.",
     {
         "pathInProject": PATH,
         "cellId": CELL_ID,
         "index": INDEX,
-        "source": {"type": "string", "description": "The new source (replaces all of it)."},
-        "searchText": {"type": "string", "description": "Text to find in the cell's source."},
-        "replaceText": {"type": "string", "description": "What replaces searchText."},
-        "replaceAll": {"type": "boolean", "default": False, "description": "Every occurrence."},
+        "source": {"type": "string", "description": "The whole new source."},
+        "searchText": {"type": "string"},
+        "replaceText": {"type": "string"},
+        "replaceAll": {"type": "boolean", "default": False},
         "cellType": {"type": "string", "enum": list(ops.CELL_TYPES)},
         "expectedSource": EXPECTED,
     },
@@ -221,8 +200,7 @@ async def edit_notebook_cell(
 
 @tools.tool(
     "delete_notebook_cells",
-    "Delete cells of a notebook by id (several at once). When one id is unknown nothing is "
-    "deleted.",
+    "Delete a notebook's cells by id; if one id is unknown, none is deleted.",
     {
         "pathInProject": PATH,
         # An empty list is refused by the tool itself, with the other fields checked first.
@@ -241,12 +219,12 @@ async def delete_notebook_cells(
 
 @tools.tool(
     "move_notebook_cell",
-    "Move a notebook cell so that it ends up at toIndex (0-based).",
+    "Move a notebook cell to end up at toIndex.",
     {
         "pathInProject": PATH,
         "cellId": CELL_ID,
         "index": INDEX,
-        "toIndex": {"type": "integer", "minimum": 0, "description": "Its index afterwards."},
+        "toIndex": {"type": "integer", "minimum": 0, "description": "0-based, after the move."},
     },
     required=["toIndex"],
     destructive=False,
@@ -267,7 +245,7 @@ async def move_notebook_cell(
 
 @tools.tool(
     "clear_notebook_outputs",
-    "Clear the outputs and execution counts of a notebook's code cells (the named ones, or all).",
+    "Clear the outputs and execution counts of a notebook's cellIds, or of all its cells.",
     {
         "pathInProject": PATH,
         "cellIds": {"type": "array", "items": {"type": "string"}},

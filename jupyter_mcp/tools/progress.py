@@ -33,9 +33,8 @@ async def _kernel_paths(ctx: ToolContext) -> dict[str, str]:
 
 @tools.tool(
     "get_progress_indicators",
-    "Retrieve what is running now: run configurations, background commands, a command running "
-    "in the project terminal, and busy kernels. Each has title, kind, startTime (ISO 8601) and "
-    "elapsedMs. Returns an empty array when nothing runs.",
+    "What runs now: run configurations, background commands, the terminal's command, busy "
+    "kernels, each with title, kind, startTime and elapsedMs; [] when nothing runs.",
     read_only=True,
     title="Progress indicators",
 )

@@ -19,8 +19,8 @@ tools = ToolSet("project")
 
 @tools.tool(
     "get_project_modules",
-    "Detect the project's types from marker files at its root (python, node, go, rust, java, "
-    "jupyter, …) and list the enabled JupyterLab and Jupyter server extensions.",
+    "The project's types from marker files at its root (python, node, go …) and the enabled "
+    "JupyterLab and server extensions.",
     read_only=True,
     idempotent=True,
     title="Project types and extensions",
@@ -32,9 +32,8 @@ def get_project_modules(ctx: ToolContext) -> dict[str, Any]:
 
 @tools.tool(
     "get_project_dependencies",
-    "Read the project's dependencies from package.json (node) and from pyproject.toml and "
-    "requirements*.txt (python). The top level describes the first ecosystem found (python, "
-    "then node); further ones are under 'others'.",
+    "The project's dependencies from pyproject.toml, requirements*.txt and package.json: "
+    "the first ecosystem found (python, then node) at the top level, others under 'others'.",
     read_only=True,
     idempotent=True,
     title="Project dependencies",

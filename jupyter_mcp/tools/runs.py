@@ -27,15 +27,14 @@ async def _configs(ctx: ToolContext) -> list[RunConfig]:
 
 CONFIG_NAME = {
     "type": "string",
-    "description": "The name of the run configuration, as get_run_configurations lists it.",
+    "description": "As get_run_configurations lists it.",
 }
 
 
 @tools.tool(
     "get_run_configurations",
-    "Get the run configurations of the project: launch configurations of .vscode/launch.json, "
-    "tasks of .vscode/tasks.json, package.json scripts, 'Run notebook <path>' for each "
-    "notebook, and 'pytest' when the project has tests. Returns a JSON array of names.",
+    "The names of the project's run configurations: .vscode/launch.json and tasks.json, "
+    "package.json scripts, 'Run notebook <path>' per notebook, 'pytest' when there are tests.",
     read_only=True,
     idempotent=True,
     title="List run configurations",
@@ -47,9 +46,8 @@ async def get_run_configurations(ctx: ToolContext) -> list[str]:
 
 @tools.tool(
     "run_configuration",
-    "Run a run configuration of the project in a new Jupyter kernel (listed in JupyterLab's "
-    "running kernels) without waiting for it to finish. Follow it with get_run_output, stop "
-    "it with stop_run_configuration. Returns 'Run configuration started'.",
+    "Start a run configuration in a new kernel, without waiting for its end: follow it with "
+    "get_run_output, stop it with stop_run_configuration.",
     {"configName": CONFIG_NAME},
     required=["configName"],
     open_world=True,
@@ -65,25 +63,22 @@ async def run_configuration(ctx: ToolContext, configName: str) -> str:
 
 @tools.tool(
     "get_run_output",
-    "The status (running, succeeded, failed, stopped, error), exit "
-    "code, start/end time and output of the latest run of a configuration (the latest run of "
-    "any when configName is omitted); a program's stdout and stderr are merged, a notebook's "
-    "cell outputs are shown as text. With waitMs, wait up to that long for it to finish "
-    "first; with offset (a previous answer's nextOffset), only the output after it.",
+    "The latest run of a configuration (of any, without configName): status (running, "
+    "succeeded, failed, stopped, error), exit code, times and output (stdout and stderr "
+    "merged).",
     {
         "configName": CONFIG_NAME,
         "offset": {
             "type": "integer",
             "minimum": 0,
-            "description": "Return output from this offset on (a previous nextOffset).",
+            "default": 0,
+            "description": "Only output from here: a previous answer's nextOffset.",
         },
         "waitMs": {
             "type": "number",
             "minimum": 0,
             "default": 0,
-            "description": (
-                f"Wait up to this many milliseconds for the run to finish (max {MAX_WAIT_MS})."
-            ),
+            "description": f"Wait up to this long for its end first (max {MAX_WAIT_MS}).",
         },
     },
     read_only=True,
@@ -103,8 +98,8 @@ async def get_run_output(
 
 @tools.tool(
     "stop_run_configuration",
-    "Stop the running run of a configuration (interrupts its kernel "
-    "and the program it runs, then shuts the kernel down). Returns 'Run configuration stopped'.",
+    "Stop a configuration's run: its program and kernel are interrupted, then the kernel is "
+    "shut down.",
     {"configName": CONFIG_NAME},
     required=["configName"],
     destructive=True,

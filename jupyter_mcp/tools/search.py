@@ -24,46 +24,26 @@ MAX_RESULTS = {"type": "integer", "minimum": 1, "maximum": 100000, "default": DE
 
 @tools.tool(
     "search_in_files_content",
-    "Search for text in every file of the project (like ripgrep): .gitignore rules (nested "
-    "ones, negations and .git/info/exclude included) are honoured; .git and other VCS folders, "
-    "binary files and files over the size limit are skipped; symlinked folders are not "
-    "entered and links out of the project are ignored. Notebooks (.ipynb) are searched in "
-    "their percent-format text (# %% cells), not their JSON. By default searchText is literal "
-    "and case-sensitive. Returns an array with one entry per file, sorted by path: {path "
-    "(relative, '/' separators), absolutePath, matches: [{line (1-based), column (0-based, "
-    "characters), preview (the matching line)}]} — for notebooks, lines of the percent-format "
-    "text. When results were cut at maxResults, the last entry carries truncated: true (and "
-    "maxResults); narrow the search (include/exclude) or raise maxResults to see more.",
+    "Search the text of every project file, like ripgrep: .gitignore rules are honoured; "
+    "VCS folders, binary and oversized files are skipped. Notebooks are searched in their "
+    "percent-format text. Per file, sorted by path: {path, absolutePath, matches: [{line "
+    "(1-based), column (0-based), preview}]}. Results cut at maxResults end with an entry "
+    "truncated: true.",
     {
         "searchText": {
             "type": "string",
             "minLength": 1,
-            "description": "The text to search for (a regular expression when regex is true).",
+            "description": "Literal text, or a regular expression with regex.",
         },
         "regex": {
             "type": "boolean",
             "default": False,
-            "description": "Treat searchText as a Python regular expression (^ and $ match at "
-            "line breaks; '.' does not match a line break).",
+            "description": "Python regex; ^ and $ match at line breaks.",
         },
-        "caseSensitive": {
-            "type": "boolean",
-            "default": True,
-            "description": "Match letter case exactly.",
-        },
-        "include": {
-            **GLOBS,
-            "description": "Only search files matching one of these gitignore-style globs, "
-            "e.g. ['*.py', 'src/**/*.ts'].",
-        },
-        "exclude": {
-            **GLOBS,
-            "description": "Skip files matching any of these gitignore-style globs.",
-        },
-        "maxResults": {
-            **MAX_RESULTS,
-            "description": "Stop after this many matches (counted over all files).",
-        },
+        "caseSensitive": {"type": "boolean", "default": True},
+        "include": {**GLOBS, "description": "Only files matching these gitignore-style globs."},
+        "exclude": {**GLOBS, "description": "Skip files matching these globs."},
+        "maxResults": {**MAX_RESULTS, "description": "Matches over all files."},
     },
     required=["searchText"],
     read_only=True,
@@ -97,19 +77,12 @@ def search_in_files_content(
 
 @tools.tool(
     "find_files_by_name_substring",
-    "Find project files whose name contains nameSubstring (case-insensitive; files only, no "
-    "folders). Same files as the content search sees, except that binary and large files are "
-    "listed too. Sorted by relevance: exact name first, then names starting with the "
-    "substring, then the rest; within each, shorter paths first. Each entry: {path (relative, "
-    "'/' separators), name, directory (relative, '' for the root), absolutePath}. When "
-    "results were cut at maxResults, the last entry carries truncated: true (and maxResults).",
+    "Find project files (not folders) whose name contains nameSubstring, case-insensitive; "
+    "binary and large files included. Exact names first, then prefixes, shorter paths first. "
+    "Results cut at maxResults end with an entry truncated: true.",
     {
-        "nameSubstring": {
-            "type": "string",
-            "minLength": 1,
-            "description": "The substring to look for in file names (not in folder names).",
-        },
-        "maxResults": {**MAX_RESULTS, "description": "Return at most this many files."},
+        "nameSubstring": {"type": "string", "minLength": 1},
+        "maxResults": {**MAX_RESULTS, "description": "Files at most."},
     },
     required=["nameSubstring"],
     read_only=True,

@@ -81,26 +81,23 @@ async def _run_visibly(ctx: ToolContext, command: str, wait_ms: float | None) ->
 WAIT_FOR_OUTPUT = {
     "type": "boolean",
     "default": False,
-    "description": (
-        "Wait for the command to finish (at most `timeout` ms) and "
-        "return its output as well. Without it the call returns as soon as the command is typed."
-    ),
+    "description": "Wait for the command's end (at most timeout) and answer its output too.",
 }
 OUTPUT_TIMEOUT = {
     "type": "number",
     "minimum": 0,
     "default": 30000,
-    "description": f"With waitForOutput, how long to wait in milliseconds (max {MAX_WAIT_MS}).",
+    "description": f"waitForOutput: milliseconds (max {MAX_WAIT_MS}).",
 }
 
 
 @tools.tool(
     "execute_terminal_command",
-    f"Execute a shell command in the project's integrated terminal (the Jupyter terminal "
-    f"'{TERMINAL_NAME}', visible in JupyterLab under Terminals). Returns once the command is "
-    "typed; read what it printed with read_terminal_output, or pass waitForOutput.",
+    f"Type a shell command into the project terminal (Jupyter terminal '{TERMINAL_NAME}', "
+    "which the user sees). Answers once typed: read its output with read_terminal_output, or "
+    "pass waitForOutput.",
     {
-        "command": {"type": "string", "description": "The shell command to execute."},
+        "command": {"type": "string"},
         "waitForOutput": WAIT_FOR_OUTPUT,
         "timeout": OUTPUT_TIMEOUT,
     },
@@ -118,25 +115,20 @@ async def execute_terminal_command(
 
 @tools.tool(
     "read_terminal_output",
-    f"Read what the project terminal '{TERMINAL_NAME}' printed (escape sequences removed). By "
-    "default the output of the last command sent by execute_terminal_command or "
-    "execute_os_specific_command, without its echo; with `offset`, everything from that offset "
-    "(use a previous answer's nextOffset to follow the terminal). `running` tells whether a "
-    "command is still in the foreground.",
+    "What the project terminal printed, escape sequences removed: the last command's "
+    "output, or all from offset on. running tells whether a command is still in the "
+    "foreground.",
     {
         "offset": {
             "type": "integer",
             "minimum": 0,
-            "description": "Read from this output offset (a previous answer's nextOffset).",
+            "description": "A previous answer's nextOffset.",
         },
         "waitMs": {
             "type": "number",
             "minimum": 0,
             "default": 0,
-            "description": (
-                "Wait up to this many milliseconds for the running command to finish first "
-                f"(max {MAX_WAIT_MS})."
-            ),
+            "description": f"Wait up to this long for the command's end (max {MAX_WAIT_MS}).",
         },
     },
     read_only=True,
@@ -156,29 +148,25 @@ async def read_terminal_output(
 
 @tools.tool(
     "run_command_on_background",
-    "Execute a shell command in the background and return its output; the user does not see "
-    "it. Runs in the project root unless `cwd` (inside the project) says otherwise. On timeout "
-    "the command and every process it started are killed and the result says timedOut "
-    "(exitCode null). "
-    f"stdout and stderr are each capped at {OUTPUT_CAP_BYTES} bytes (truncated: true when cut).",
+    "Run a shell command out of the user's sight and answer its exit code and output "
+    f"(stdout and stderr each capped at {OUTPUT_CAP_BYTES} bytes). On timeout it and every "
+    "process it started are killed (timedOut).",
     {
-        "command": {"type": "string", "description": "The shell command to execute."},
+        "command": {"type": "string"},
         "cwd": {
             "type": "string",
-            "description": "Working directory, relative to the project root (default: the root).",
+            "description": "Folder relative to the project root; default the root.",
         },
         "env": {
             "type": "object",
             "additionalProperties": {"type": "string"},
-            "description": "Environment variables added to the server's environment.",
+            "description": "Added to the server's environment.",
         },
         "timeout": {
             "type": "number",
             "exclusiveMinimum": 0,
             "default": DEFAULT_TIMEOUT_MS,
-            "description": (
-                f"Timeout in milliseconds (default {DEFAULT_TIMEOUT_MS}, max {MAX_TIMEOUT_MS})."
-            ),
+            "description": f"Milliseconds (max {MAX_TIMEOUT_MS}).",
         },
     },
     required=["command"],
@@ -223,15 +211,8 @@ async def run_command_on_background(
 
 @tools.tool(
     "wait",
-    f"Wait for a specified number of milliseconds before continuing (at most {MAX_WAIT_MS}). "
-    "The server keeps serving other calls meanwhile; progress is reported every second.",
-    {
-        "milliseconds": {
-            "type": "number",
-            "minimum": 0,
-            "description": "The duration to wait in milliseconds.",
-        }
-    },
+    f"Wait this many milliseconds (at most {MAX_WAIT_MS}), reporting progress every second.",
+    {"milliseconds": {"type": "number", "minimum": 0}},
     required=["milliseconds"],
     read_only=True,
     idempotent=True,
@@ -273,9 +254,7 @@ def _terminal_shell(ctx: ToolContext) -> tuple[str, bool, bool]:
 
 @tools.tool(
     "get_terminal_info",
-    "Retrieve information about the project terminal and operating system: OS type (Linux, "
-    "macOS or Windows), OS version, the terminal's shell, whether commands run in the "
-    "integrated (JupyterLab) terminal and whether that shell is the default one.",
+    "The operating system (type and version) and the project terminal's shell.",
     read_only=True,
     idempotent=True,
     title="Terminal info",
@@ -331,15 +310,13 @@ def pick_command(
 
 @tools.tool(
     "execute_os_specific_command",
-    "Execute a command adjusted to the operating system: give a version per platform "
-    "(windowsCommand, unixCommand, macCommand) and/or a generic command. The one for this "
-    "server's OS runs visibly in the project terminal, like execute_terminal_command; the "
-    "result says which command ran.",
+    "Run, like execute_terminal_command, the command for this server's OS: windowsCommand, "
+    "unixCommand (Linux too) or macCommand, else command. The answer says which ran.",
     {
-        "windowsCommand": {"type": "string", "description": "Command for Windows."},
-        "unixCommand": {"type": "string", "description": "Command for Linux/Unix."},
-        "macCommand": {"type": "string", "description": "Command for macOS."},
-        "command": {"type": "string", "description": "Generic command for all platforms."},
+        "windowsCommand": {"type": "string"},
+        "unixCommand": {"type": "string"},
+        "macCommand": {"type": "string"},
+        "command": {"type": "string", "description": "For any platform."},
     },
     open_world=True,
     title="Run OS-specific command",

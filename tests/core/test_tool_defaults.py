@@ -60,6 +60,5 @@ def test_listed_window_follows_the_result_window_setting(tmp_path: Any) -> None:
     assert listing
     for end in _window_schemas(listing):
         assert end["default"] == 1234
-        assert "at most 1234." in end["description"]
-        assert "Increment resultStart by 1234 " in end["description"]
+        assert "at most resultStart+1234." in end["description"]
         assert "8000" not in end["description"]

@@ -18,7 +18,7 @@ import pytest
 
 from jupyter_mcp.documents.notebook_view import cell_marker_lines, notebook_view
 from jupyter_mcp.kernels import debugger
-from jupyter_mcp.kernels.debugger import own_client
+from jupyter_mcp.kernels.managers import new_client
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -347,7 +347,9 @@ async def test_the_users_jupyterlab_debugger_is_shared(
         path="nb.ipynb", name="nb.ipynb", type="notebook", kernel_name="python3"
     )
     # JupyterLab's kernel connection has a session (zmq identity) of its own
-    user = own_client(jp_serverapp.kernel_manager.get_kernel(session["kernel"]["id"]))
+    user = new_client(
+        jp_serverapp.kernel_manager.get_kernel(session["kernel"]["id"]), own_session=True
+    )
     user.start_channels()
     try:
         await user.wait_for_ready(timeout=60)

@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from jupyter_mcp.kernels.execute import KernelDied, connected_client, execute, kernel_name_for
+from jupyter_mcp.kernels.execute import KernelDied, execute, kernel_name_for
+from jupyter_mcp.kernels.managers import connected_client
 
 
 async def _alive(manager: Any, kernel_id: str) -> bool:
@@ -20,7 +21,7 @@ async def test_execute_hands_over_each_message_and_returns_the_reply(jp_serverap
     kernel_id = await manager.start_kernel()
     try:
         seen: list[tuple[str, Any]] = []
-        async with connected_client(manager, kernel_id) as client:
+        async with connected_client(jp_serverapp, kernel_id) as client:
             reply = await execute(
                 client,
                 "print('hello')\nimport sys; print('oops', file=sys.stderr)\n6 * 7",
@@ -43,7 +44,7 @@ async def test_a_kernel_that_dies_mid_cell_raises_kernel_died(jp_serverapp: Any)
     manager = jp_serverapp.kernel_manager
     kernel_id = await manager.start_kernel()
     try:
-        async with connected_client(manager, kernel_id) as client:
+        async with connected_client(jp_serverapp, kernel_id) as client:
             with pytest.raises(KernelDied):
                 await execute(
                     client,
@@ -68,7 +69,8 @@ def test_kernel_name_for_follows_the_notebook_or_picks_python(
     asks_unknown.write_text(json.dumps({"metadata": {"kernelspec": {"name": "no-such-kernel"}}}))
     broken = tmp_path / "c.ipynb"
     broken.write_text("{not json")
-    assert kernel_name_for(asks_python, manager) == "python3"
+    default = manager.default_kernel_name
+    assert kernel_name_for(asks_python, specs, default) == "python3"
     # A kernel the server does not have, or an unreadable notebook: the server's default.
-    assert kernel_name_for(asks_unknown, manager) is None
-    assert kernel_name_for(broken, manager) is None
+    assert kernel_name_for(asks_unknown, specs, default) is None
+    assert kernel_name_for(broken, specs, default) is None

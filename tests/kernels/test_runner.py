@@ -22,7 +22,7 @@ from jupyter_mcp.core.errors import ToolError
 from jupyter_mcp.core.registry import WithImages
 from jupyter_mcp.documents.notebook_file import FileNotebooks
 from jupyter_mcp.kernels import introspection, runner
-from jupyter_mcp.kernels.execute import connected_client
+from jupyter_mcp.kernels.managers import connected_client
 from jupyter_mcp.kernels.sessions import find_notebook_kernel
 from jupyter_mcp.services import build_services
 from jupyter_mcp.tools.kernels import (
@@ -553,7 +553,7 @@ async def test_listing_does_not_wait_for_a_kernel_busy_with_someone_elses_cell(
     kernel_id = await manager.start_kernel()
     try:
         # Given a kernel running a long cell for another client (the user's window, say)
-        async with connected_client(manager, kernel_id) as other:
+        async with connected_client(jp_serverapp, kernel_id) as other:
             other.execute("import time; time.sleep(20)")
             await asyncio.sleep(0.5)
             started = time.monotonic()
@@ -571,8 +571,7 @@ async def test_questions_to_a_kernel_busy_with_someone_elses_cell_say_it_is_busy
     monkeypatch.setattr(introspection, "ANSWER_TIMEOUT", 2.0)
     notebook(jp_root_dir, "busy.ipynb", "x = 1")
     kernel = await kernel_action(ctx, "start", "busy.ipynb")
-    manager = jp_serverapp.kernel_manager
-    async with connected_client(manager, kernel["kernelId"]) as other:
+    async with connected_client(jp_serverapp, kernel["kernelId"]) as other:
         other.execute("import time; time.sleep(20)")
         await asyncio.sleep(0.5)
         started = time.monotonic()
@@ -591,8 +590,7 @@ async def test_a_run_waits_for_another_clients_cell_and_never_interrupts_it(
 ) -> None:
     notebook(jp_root_dir, "shared-kernel.ipynb", "print('agent', flush=True)")
     kernel = await kernel_action(ctx, "start", "shared-kernel.ipynb")
-    manager = jp_serverapp.kernel_manager
-    async with connected_client(manager, kernel["kernelId"]) as user:
+    async with connected_client(jp_serverapp, kernel["kernelId"]) as user:
         # Given the user's cell running in the notebook's kernel
         user_cell = user.execute("import time; time.sleep(4); print('user done')")
         await asyncio.sleep(0.5)

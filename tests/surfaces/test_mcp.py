@@ -174,7 +174,7 @@ async def test_every_surface_advertises_the_configured_result_window(
     for schema in schemas:
         end = schema["properties"]["resultEnd"]
         assert end["default"] == 500
-        assert "at most 500." in end["description"] and "8000" not in end["description"]
+        assert "at most resultStart+500." in end["description"] and "8000" not in end["description"]
     # … and that is the window a call gets.
     assert len(answer.content[0].text) == 500
     assert "resultStart=500" in answer.content[1].text

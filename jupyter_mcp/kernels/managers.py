@@ -1,0 +1,213 @@
+"""The server's kernel machinery through one face, for local kernels and kernels behind a gateway.
+
+jupyter_server's kernel-spec manager, kernel managers and kernel clients have two faces. Local
+kernels have sync kernel specs, processes with a pid, and clients whose channels start with a
+plain call. A server started with ``--gateway-url`` has jupyter_server's gateway classes
+instead: kernel specs that are coroutines (an HTTP request to the gateway), kernel managers
+that are models refreshed over HTTP (no process here; the state is as fresh as the last
+request), and clients whose websocket channels start with ``await`` (this package's own
+:class:`~jupyter_mcp.kernels.gateway.GatewayKernelConnection`, which also carries the
+gateway's token). Every module of the kernel layer, and the run configurations, reach kernels
+through the functions here, so no other code asks which face it has.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+from typing import Any
+
+from jupyter_client.session import Session
+from jupyter_core.utils import ensure_async
+from jupyter_server.gateway.managers import GatewayKernelManager, GatewayMappingKernelManager
+from tornado import web
+
+from ..core.errors import ToolError
+from .gateway import GatewayKernelConnection, connection_to
+
+#: Seconds a new client's kernel has to answer ``kernel_info``.
+READY_TIMEOUT = 60.0
+
+
+def kernel_manager(serverapp: Any) -> Any:
+    """The server's MappingKernelManager (a clear error outside a server)."""
+    manager = getattr(serverapp, "kernel_manager", None)
+    if manager is None:
+        raise ToolError("Kernels need a Jupyter server; this context has none")
+    return manager
+
+
+def behind_gateway(serverapp: Any) -> bool:
+    """Whether the server's kernels run behind a gateway (``--gateway-url``)."""
+    return isinstance(getattr(serverapp, "kernel_manager", None), GatewayMappingKernelManager)
+
+
+def describe(error: BaseException) -> str:
+    """What went wrong, as a person reads it (a gateway's HTTP error says its own message)."""
+    if isinstance(error, web.HTTPError) and error.log_message:
+        try:
+            return error.log_message % error.args if error.args else error.log_message
+        except TypeError:
+            return error.log_message
+    return f"{type(error).__name__}: {error}" if not str(error) else str(error)
+
+
+# -- kernel specs ------------------------------------------------------------------------------
+
+
+async def kernel_specs(serverapp: Any) -> dict[str, Any]:
+    """The server's kernelspecs by name (``{"spec": {"language", "display_name", …}, …}``)."""
+    specs_manager = kernel_manager(serverapp).kernel_spec_manager
+    try:
+        specs = await ensure_async(specs_manager.get_all_specs())
+    except Exception as e:
+        raise ToolError(f"The server's kernels could not be listed: {describe(e)}") from e
+    return dict(specs or {})
+
+
+def spec_of(specs: dict[str, Any], name: str | None) -> dict[str, Any]:
+    """The ``spec`` part (language, display name, argv …) of kernelspec ``name``; {} if unknown."""
+    entry = specs.get(name or "") or {}
+    spec = entry.get("spec") if isinstance(entry, dict) else None
+    return dict(spec) if isinstance(spec, dict) else {}
+
+
+async def kernel_language(serverapp: Any, manager: Any) -> str:
+    """The language (lower case) of the kernelspec a kernel was started from; "" if unknown.
+
+    Asked of the server's kernel-spec manager: behind a gateway the kernel manager's own
+    ``kernel_spec`` would look for the name among this machine's kernelspecs.
+    """
+    try:
+        specs = await kernel_specs(serverapp)
+    except ToolError:
+        return ""
+    return str(spec_of(specs, getattr(manager, "kernel_name", None)).get("language") or "").lower()
+
+
+# -- kernels -----------------------------------------------------------------------------------
+
+
+def process_id(manager: Any) -> Any:
+    """The kernel's process id (a restart gives a new one); None when unknown (a gateway's
+    kernels run elsewhere: their restarts are told by the connection instead)."""
+    provisioner = getattr(manager, "provisioner", None)
+    return getattr(provisioner, "pid", None) if provisioner is not None else None
+
+
+async def is_alive(manager: Any) -> bool:
+    """Whether the kernel still runs (False too when the gateway cannot be asked)."""
+    try:
+        alive = bool(await ensure_async(manager.is_alive()))
+    except Exception:
+        return False
+    if isinstance(manager, GatewayKernelManager):
+        # The gateway's manager answers True the first time its kernel is found gone (it
+        # forgets the kernel's model, and answers from the model from then on).
+        alive = alive and manager.has_kernel
+    return alive
+
+
+async def refresh(serverapp: Any) -> None:
+    """Bring the states of a gateway's kernels up to date (one request), forgetting kernels
+    the gateway culled; local kernels' states are always current."""
+    if behind_gateway(serverapp):
+        try:
+            await kernel_manager(serverapp).list_kernels()
+        except Exception as e:
+            raise ToolError(f"The kernel gateway does not answer: {describe(e)}") from e
+
+
+async def state(manager: Any) -> str:
+    """The kernel's execution state ("idle", "busy", "starting" …, "unknown"), refreshed from
+    the gateway for a gateway's kernel."""
+    if isinstance(manager, GatewayKernelManager):
+        with contextlib.suppress(Exception):
+            await manager.refresh_model()
+    return getattr(manager, "execution_state", None) or "unknown"
+
+
+async def start_kernel(serverapp: Any, **options: Any) -> str:
+    """Start a kernel (``kernel_name``, ``path`` …); its id."""
+    return str(await ensure_async(kernel_manager(serverapp).start_kernel(**options)))
+
+
+async def restart_kernel(serverapp: Any, kernel_id: str) -> None:
+    """Restart a kernel (a new process; the same id)."""
+    await ensure_async(kernel_manager(serverapp).restart_kernel(kernel_id))
+
+
+async def interrupt_kernel(serverapp: Any, kernel_id: str) -> None:
+    """Interrupt what a kernel runs."""
+    await ensure_async(kernel_manager(serverapp).interrupt_kernel(kernel_id))
+
+
+async def shutdown_kernel(serverapp: Any, kernel_id: str, *, now: bool = False) -> None:
+    """Shut a kernel down."""
+    await ensure_async(kernel_manager(serverapp).shutdown_kernel(kernel_id, now=now))
+
+
+# -- clients -----------------------------------------------------------------------------------
+
+
+def new_client(manager: Any, *, own_session: bool = False) -> Any:
+    """A client of the kernel ``manager`` manages; its channels are not started.
+
+    With ``own_session``, the client signs with a session (a zmq identity) of its own:
+    ``manager.client()`` shares the manager's, and a local kernel sends every reply to
+    whichever client of that identity connected last, so another client of the server would
+    take this one's replies.
+    """
+    options: dict[str, Any] = {}
+    if own_session:
+        session = manager.session
+        options["session"] = Session(key=session.key, signature_scheme=session.signature_scheme)
+    if isinstance(manager, GatewayKernelManager):
+        return connection_to(manager, **options)
+    return manager.client(**options)
+
+
+async def connect(client: Any, *, timeout: float = READY_TIMEOUT) -> None:
+    """Start the client's channels and wait until its kernel answers ``kernel_info``.
+
+    A client that does not get there has its channels closed again; the error says why.
+    """
+    try:
+        await ensure_async(client.start_channels())
+        await ensure_async(client.wait_for_ready(timeout=timeout))
+    except BaseException:
+        disconnect(client)
+        raise
+
+
+def disconnect(client: Any) -> None:
+    """Stop the client's channels (a client that never connected has none)."""
+    with contextlib.suppress(Exception):
+        client.stop_channels()
+
+
+def connection_lost(client: Any) -> bool:
+    """Whether the client's kernel is gone for it: behind a gateway, the gateway restarted
+    the kernel or the websocket closed. A local client's channels cannot be lost (its
+    kernel's process id tells a restart)."""
+    return isinstance(client, GatewayKernelConnection) and client.lost
+
+
+async def client_alive(client: Any, manager: Any, pid: Any) -> bool:
+    """Whether the kernel a client connected to (``pid`` then) still runs, as the same process."""
+    if connection_lost(client) or process_id(manager) != pid:
+        return False
+    return await is_alive(manager)
+
+
+@contextlib.asynccontextmanager
+async def connected_client(
+    serverapp: Any, kernel_id: str, *, timeout: float = READY_TIMEOUT
+) -> AsyncIterator[Any]:
+    """A client of the server's kernel ``kernel_id``, ready to execute; closed on exit."""
+    client = new_client(kernel_manager(serverapp).get_kernel(kernel_id))
+    await connect(client, timeout=timeout)
+    try:
+        yield client
+    finally:
+        disconnect(client)
