@@ -384,3 +384,39 @@ async def test_notebooks_the_tools_cannot_read_are_clear_errors_and_stay_as_they
         assert message.startswith("bad.ipynb is not a valid notebook: "), (tool, message)
         assert "unexpectedly" not in message
     await unchanged(path, before)
+
+
+@pytest.mark.parametrize("what", ["v3", "v4.99 with a cell type from the future"])
+async def test_a_cell_run_in_an_old_or_newer_notebook_lands_in_the_cell_it_names(
+    ok: Any, jp_root_dir: Path, what: str, collaboration: bool
+) -> None:
+    path = copy_into(nbformat_notebook(NBFORMAT[what]), jp_root_dir, "run.ipynb")
+    listed = await ok("get_notebook_cells", pathInProject="run.ipynb", limit=100)
+    ids = [c["cellId"] for c in listed["cells"]]
+    hello = next(c for c in listed["cells"] if c["source"] == 'print("hello")')
+    # When the agent runs one cell, by the id it was given
+    run = await ok(
+        "execute_notebook_cells",
+        pathInProject="run.ipynb",
+        cellIds=[hello["cellId"]],
+        timeoutMs=120000,
+    )
+    assert run["status"] == "ok", run
+    assert run["cells"][0]["cellId"] == hello["cellId"]
+    assert [o["text"] for o in run["cells"][0]["outputs"]] == ["hello\n"]
+    # Then the file holds the output in that cell, every cell with the id it was read with
+    saved = await stored(
+        path,
+        lambda nb: (
+            [c.get("id") for c in nb["cells"]] == ids
+            and nb["cells"][hello["index"]].get("execution_count") is not None
+        ),
+    )
+    assert "".join(saved["cells"][hello["index"]]["outputs"][0]["text"]) == "hello\n"
+    if what.startswith("v4.99"):
+        future = next(c for c in saved["cells"] if c.get("id") == "future-10")
+        assert future == next(
+            c
+            for c in json.loads(nbformat_notebook(NBFORMAT[what]).read_text())["cells"]
+            if c.get("id") == "future-10"
+        )
