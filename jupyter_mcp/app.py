@@ -156,6 +156,18 @@ class JupyterMCP(ExtensionApp):
         ),
     )
 
+    max_task_ttl = Float(
+        _DEFAULTS.max_task_ttl,
+        min=0.0,
+        config=True,
+        help=(
+            "Longest time, in seconds, that an MCP task (a long tool call a client runs in the "
+            "background and collects later) and its result are kept after the task ended; a "
+            "client asking for a longer ttl, or for none, gets this one. A task is never "
+            "dropped while it runs."
+        ),
+    )
+
     breakpoints_file = Unicode(
         "",
         config=True,
@@ -308,6 +320,8 @@ class JupyterMCP(ExtensionApp):
         services.mcp_surface = MCPSurface(
             self.registry, self.tool_context, allowed_hosts=allowed_hosts(self.serverapp)
         )
+        # MCP tasks show in the activity panel as the calls they are, outliving their request.
+        services.mcp_surface.tasks.store.observers.append(editor.task_changed)
         services.seed_port = self._start_seed_port()
         # Jupyter stops its extensions on SIGTERM and on a confirmed Ctrl-C; a SIGINT without a
         # terminal ends the process without that. Then this ends what runs and commands started.

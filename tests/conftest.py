@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
 import pytest
@@ -51,6 +51,30 @@ def jp_server_config() -> dict[str, Any]:
 def mcp_app(jp_serverapp: Any) -> Any:
     """The running ``JupyterMCP`` extension app."""
     return jp_serverapp.extension_manager.extension_apps["jupyter_mcp"].copy().pop()
+
+
+@pytest.fixture
+def mcp_url(http_server: Any, http_server_port: tuple[Any, int], jp_base_url: str) -> str:
+    """The standard MCP endpoint (``{base_url}mcp``) of the running test server."""
+    return f"http://127.0.0.1:{http_server_port[1]}{jp_base_url}mcp"
+
+
+@pytest.fixture
+def token(jp_serverapp: Any) -> str:
+    """The test server's token."""
+    return str(jp_serverapp.identity_provider.token)
+
+
+@pytest.fixture
+def no_kernels_left(jp_serverapp: Any, jp_asyncio_loop: Any) -> Iterator[None]:
+    """After the test, end every kernel session it left (and their kernels)."""
+    yield
+
+    async def end_sessions() -> None:
+        for session in await jp_serverapp.session_manager.list_sessions():
+            await jp_serverapp.session_manager.delete_session(session["id"])
+
+    jp_asyncio_loop.run_until_complete(end_sessions())
 
 
 Caller = Callable[..., Awaitable[dict[str, Any]]]

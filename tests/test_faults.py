@@ -224,16 +224,6 @@ async def _no_background_commands(ok: Any, seconds: float = 30) -> bool:
         await asyncio.sleep(0.1)
 
 
-@pytest.fixture
-def mcp_url(http_server: Any, http_server_port: tuple[Any, int], jp_base_url: str) -> str:
-    return f"http://127.0.0.1:{http_server_port[1]}{jp_base_url}mcp"
-
-
-@pytest.fixture
-def token(jp_serverapp: Any) -> str:
-    return str(jp_serverapp.identity_provider.token)
-
-
 LEGACY = "2025-06-18"
 MODERN = "2026-07-28"
 

@@ -11,7 +11,11 @@ A server that restarts (a JupyterHub respawn, ``jupyter lab`` started again) for
 legacy sessions it had; it answers 404 to their id. The client on stdin cannot see that, so
 the relay opens a new session with the client's own ``initialize`` and sends the request
 again: the client keeps working without a restart of its own (state kept per session on the
-server, such as the log level, starts afresh).
+server, such as the log level, starts afresh; the tasks of the server that stopped are gone, and
+asking for one says so).
+
+MCP tasks pass through as any request does: their ``tasks/*`` requests, and the notifications
+about them on the session's stream.
 """
 
 from __future__ import annotations
@@ -31,7 +35,16 @@ from .discovery import ServerTarget
 log = logging.getLogger("jupyter_mcp.cli.relay")
 
 PROTOCOL_VERSION_META_KEY = "io.modelcontextprotocol/protocolVersion"
-NAME_BEARING_METHODS = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
+#: The params field each method's ``Mcp-Name`` header carries (2026-07-28); the tasks
+#: extension names ``tasks/get``, ``tasks/update`` and ``tasks/cancel`` by their task.
+NAME_BEARING_METHODS = {
+    "tools/call": "name",
+    "prompts/get": "name",
+    "resources/read": "uri",
+    "tasks/get": "taskId",
+    "tasks/update": "taskId",
+    "tasks/cancel": "taskId",
+}
 
 
 def _modern_version(message: dict[str, Any]) -> str | None:

@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from .errors import ToolError
 from .paths import relative_path, resolve_in_root
@@ -42,6 +42,32 @@ if TYPE_CHECKING:
 #: Set by a surface around one call, so that long tools can report progress.
 progress_reporter: contextvars.ContextVar[Callable[[float, float | None, str | None], None] | None]
 progress_reporter = contextvars.ContextVar("jupyter_mcp_progress", default=None)
+
+
+class TaskLink(Protocol):
+    """The MCP task a call runs as, as the call's own code sees it."""
+
+    @property
+    def task_id(self) -> str:
+        """The task's id; a run of cells started by the call takes it as its executionId."""
+        ...
+
+    @property
+    def announced(self) -> bool:
+        """True once the client was given the task (until then the call may still answer
+        inline, as a plain call)."""
+        ...
+
+    def fail(self, message: str) -> None:
+        """Say that the work failed although the tool answered (the kernel died mid-run): the
+        task ends failed (or, where the protocol keeps ``failed`` for protocol errors,
+        completed) with ``message`` as its status message."""
+        ...
+
+
+#: Set by the tasks layer around a call that runs as an MCP task; None for a plain call.
+running_task: contextvars.ContextVar[TaskLink | None]
+running_task = contextvars.ContextVar("jupyter_mcp_running_task", default=None)
 
 
 #: Case-insensitive glob patterns of JupyterLab command ids that act on the server: they
@@ -102,6 +128,8 @@ class Settings:
     #: Counted in characters of cached text (a character of ASCII text is a byte of the file).
     search_cache_bytes: int = 256 * 1024 * 1024
     code_timeout: float = 30.0
+    #: Seconds an MCP task and its result are kept after the task ended, at most.
+    max_task_ttl: float = 3600.0
 
 
 class PathLocks:

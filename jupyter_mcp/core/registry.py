@@ -141,6 +141,9 @@ class Tool:
     additional_properties: bool = False
     # True, or a predicate over the arguments, when a call must be approved in the window.
     needs_approval: bool | Callable[[dict[str, Any]], bool] = False
+    # True when the tool's work can outlast a request (a run of cells, a command, a search of a
+    # large project): MCP clients may then run it as a task, polled and collected later.
+    task_support: bool = False
     # The plugin a tool comes from; None for built-in tools.
     plugin: str | None = None
     # A complete JSON Schema used as is instead of the one built from ``properties`` (plugins).

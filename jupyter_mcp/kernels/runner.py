@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import itertools
 import logging
 import secrets
 import time
@@ -29,6 +28,7 @@ from typing import Any
 
 import nbformat
 
+from ..core.context import running_task
 from ..core.errors import ToolError
 from ..core.registry import Image
 from ..documents.notebook_document import NotebookDocument
@@ -309,6 +309,9 @@ class Execution:
                     "it sent are kept. The next run uses the restarted kernel, whose "
                     "variables are gone"
                 )
+                task = running_task.get()
+                if task is not None and task.task_id == self.id:
+                    task.fail(self.error)  # the run answers, but its work did not get done
                 return False
             finally:
                 self._in_kernel = False
@@ -434,7 +437,10 @@ class Execution:
         progress = max(progress, self._last_progress + 1e-6)
         self._last_progress = progress
         elapsed = time.time() - self.started
+        cell = self.runs[-1].cell_id if self.runs else None
         where = f"cell {min(len(self.runs), total)} of {total}" if total > 1 else "running"
+        if cell is not None:
+            where += f" ({cell})" if total > 1 else f" cell {cell}"
         message = f"{where}, {elapsed:.1f} s"
         if final:
             message = f"{self.status} after {elapsed:.1f} s"
@@ -495,7 +501,6 @@ class Executions:
         self.log = log
         self.clients = KernelClients(serverapp)
         self._executions: OrderedDict[str, Execution] = OrderedDict()
-        self._numbers = itertools.count(1)
 
     def start(
         self,
@@ -513,7 +518,7 @@ class Executions:
                 f"timeoutMs must be between 1 and {MAX_TIMEOUT_MS} milliseconds, got {timeout_ms:g}"
             )
         execution = Execution(
-            id=f"x{next(self._numbers)}-{secrets.token_hex(4)}",
+            id=self._new_id(),
             shown=shown,
             kernel=kernel,
             steps=steps,
@@ -527,6 +532,14 @@ class Executions:
         self._forget_old()
         execution.begin()
         return execution
+
+    def _new_id(self) -> str:
+        """An unguessable id (128 random bits) for a new execution: the id of the MCP task the
+        call runs as, when it is one, so that the task and the run are found by one id."""
+        task = running_task.get()
+        if task is not None and task.task_id not in self._executions:
+            return task.task_id
+        return secrets.token_hex(16)
 
     def _forget_old(self) -> None:
         finished = [e.id for e in self._executions.values() if e.done]

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..core.context import running_task
 from ..core.errors import ToolError
 from ..core.registry import current_call_id
 from ..documents.notebook_view import notebook_from_cells, view_of_notebook
@@ -39,6 +40,7 @@ from .protocol import WindowRequests, check_params
 if TYPE_CHECKING:
     from ..core.context import ToolContext
     from ..core.registry import Tool
+    from ..tasks.store import Task
 
 #: Seconds a window has to answer an editor request.
 REQUEST_TIMEOUT = 10.0
@@ -47,6 +49,8 @@ ACTIVITY_HISTORY = 100
 #: A call still running after this many seconds shows in the activity panel as running (until
 #: its end replaces it); quicker calls only show when they end.
 RUNNING_AFTER = 0.5
+#: Seconds between two updates of a running task's entry (its status message changes often).
+TASK_UPDATE_GAP = 1.0
 
 Send = Callable[[dict[str, Any]], None]
 
@@ -118,9 +122,13 @@ class EditorBridge:
         self._ids = itertools.count(1)
         self._loop: asyncio.AbstractEventLoop | None = None
         self.activity: deque[dict[str, Any]] = deque(maxlen=history)
-        # Calls shown as running (by call id), and the timers that will show the others.
-        self._running: dict[int, dict[str, Any]] = {}
-        self._running_soon: dict[int, asyncio.TimerHandle] = {}
+        # Calls shown as running (by call id, or task id for a call that runs as a task), and
+        # the timers that will show the others.
+        self._running: dict[int | str, dict[str, Any]] = {}
+        self._running_soon: dict[int | str, asyncio.TimerHandle] = {}
+        # Running tasks: when each entry was last sent, and the timers of the next updates.
+        self._task_sent: dict[str, float] = {}
+        self._task_soon: dict[str, asyncio.TimerHandle] = {}
         # Record ids are unique across server restarts: a window never mistakes a new call for
         # one it saw running before.
         self._instance = os.urandom(4).hex()
@@ -135,9 +143,10 @@ class EditorBridge:
             self._windows.clear()
         for window in windows:
             self._fail_pending(window.id, "The server is shutting down")
-        for soon in self._running_soon.values():
+        for soon in [*self._running_soon.values(), *self._task_soon.values()]:
             soon.cancel()
         self._running_soon.clear()
+        self._task_soon.clear()
         if self._breakpoints is not None:
             self._breakpoints.close()
             self._breakpoints = None
@@ -398,17 +407,26 @@ class EditorBridge:
 
     def call_started(self, call_id: int, name: str, arguments: dict[str, Any]) -> None:
         """A call started (on the loop): once it has run :data:`RUNNING_AFTER` seconds, show it
-        as running in every window, until :meth:`record_call` replaces it by its outcome."""
+        as running in every window, until :meth:`record_call` replaces it by its outcome.
+
+        A call that runs as an MCP task is shown by its task (:meth:`task_changed`) once the
+        task was handed out; until then (a 2026-07-28 call may still answer inline) as a call,
+        under the task's entry id, so that the task's entry takes its place.
+        """
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:  # a call run outside the server's loop has no window to show in
             return
+        task = running_task.get()
+        if task is not None and task.announced:
+            return
+        key: int | str = call_id if task is None else task.task_id
         started = time.time() * 1000
 
         def show() -> None:
-            self._running_soon.pop(call_id, None)
+            self._running_soon.pop(key, None)
             record = {
-                "id": f"{self._instance}-{call_id}",
+                "id": self._record_id(key),
                 "tool": name,
                 # Summarized only for the calls that last long enough to be shown running.
                 "arguments": summarize_arguments(arguments, limit=60),
@@ -418,10 +436,13 @@ class EditorBridge:
                 "at": started,
                 "running": True,
             }
-            self._running[call_id] = record
+            self._running[key] = record
             self.broadcast({"type": "activity", "record": record})
 
-        self._running_soon[call_id] = loop.call_later(RUNNING_AFTER, show)
+        self._running_soon[key] = loop.call_later(RUNNING_AFTER, show)
+
+    def _record_id(self, key: int | str) -> str:
+        return f"{self._instance}-{key}" if isinstance(key, int) else f"{self._instance}-task-{key}"
 
     def record_call(
         self,
@@ -434,13 +455,17 @@ class EditorBridge:
         """Keep a record of a finished tool call and show it in every window (in place of its
         running entry, when it had one)."""
         call_id = current_call_id.get()
-        soon = self._running_soon.pop(call_id, None) if call_id is not None else None
+        task = running_task.get()
+        key: int | str | None = call_id if task is None else task.task_id
+        soon = self._running_soon.pop(key, None) if key is not None else None
         if soon is not None:
             soon.cancel()
-        if call_id is not None:
-            self._running.pop(call_id, None)
+        if task is not None and task.announced:
+            return  # its task's end shows the outcome (task_changed)
+        if key is not None:
+            self._running.pop(key, None)
         record = {
-            "id": f"{self._instance}-{call_id}" if call_id is not None else None,
+            "id": self._record_id(key) if key is not None else None,
             "running": False,
             "tool": name,
             "arguments": summarize_arguments(arguments, limit=60),
@@ -451,6 +476,60 @@ class EditorBridge:
         }
         self.activity.append(record)
         self.broadcast({"type": "activity", "record": record})
+
+    def task_changed(self, task: Task, event: str) -> None:
+        """An MCP task was handed out, said what it runs now, or ended (on the loop): its entry
+        shows it running with its status message, then its outcome. A task whose call
+        answered before it was handed out is shown as that call (by :meth:`record_call`)."""
+        if not task.announced:
+            return
+        key = task.task_id
+        soon = self._running_soon.pop(key, None)
+        if soon is not None:
+            soon.cancel()  # the call's own running entry is not needed any more
+        if event == "ended":
+            self._task_sent.pop(key, None)
+            later = self._task_soon.pop(key, None)
+            if later is not None:
+                later.cancel()
+            self._running.pop(key, None)
+            record = self._task_record(task)
+            self.activity.append(record)
+            self.broadcast({"type": "activity", "record": record})
+            return
+        if event == "progress" and key in self._task_sent:
+            wait = TASK_UPDATE_GAP - (time.monotonic() - self._task_sent[key])
+            if wait > 0:
+                if key not in self._task_soon:
+                    loop = asyncio.get_running_loop()
+                    self._task_soon[key] = loop.call_later(wait, self._show_task, task)
+                return
+        self._show_task(task)
+
+    def _show_task(self, task: Task) -> None:
+        self._task_soon.pop(task.task_id, None)
+        if task.ended is not None:
+            return
+        self._task_sent[task.task_id] = time.monotonic()
+        record = self._running[task.task_id] = self._task_record(task)
+        self.broadcast({"type": "activity", "record": record})
+
+    def _task_record(self, task: Task) -> dict[str, Any]:
+        """A task's activity entry: the call it runs, its state and its status message."""
+        state = task.state
+        end = task.ended if task.ended is not None else time.time()
+        message = task.message or ""
+        return {
+            "id": self._record_id(task.task_id),
+            "running": state == "working",
+            "tool": task.tool,
+            "arguments": summarize_arguments(task.arguments, limit=60),
+            "ok": state in ("working", "completed"),
+            "error": None if state in ("working", "completed") else message[:300],
+            "durationMs": round((end - task.created) * 1000, 1),
+            "at": (task.created if state == "working" else end) * 1000,
+            "task": {"id": task.task_id, "status": state, "message": message[:300] or None},
+        }
 
     def broadcast(self, message: dict[str, Any]) -> None:
         """Send ``message`` to every connected window."""

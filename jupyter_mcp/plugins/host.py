@@ -7,7 +7,9 @@ no arguments) has
 - ``tools``: a list of declarations, each a dict (or an object with attributes) with the
   fields ``name`` (``[a-z0-9_]{1,40}``), ``description`` (1–4096 bytes), ``inputSchema`` (a dict,
   or a path inside the plugin's package to a JSON file: a self-contained JSON Schema of an object,
-  at most 256 KiB, local ``$ref`` only), ``readOnly`` and ``destructive`` (both required booleans);
+  at most 256 KiB, local ``$ref`` only), ``readOnly`` and ``destructive`` (both required booleans),
+  and ``taskSupport`` (optional, default false: true when a call's work can outlast a client's
+  request, so that MCP clients may run it as a task, within the same time budget);
 - ``call(tool, arguments, ctx) -> str``: ``tool`` is the local name, ``arguments`` a dict already
   validated against the schema, ``ctx`` a :class:`PluginContext`. Structured results are returned
   as JSON text.
@@ -178,6 +180,7 @@ class Declaration:
     input_schema: dict[str, Any]
     read_only: bool
     destructive: bool
+    task_support: bool = False
 
 
 def _field(raw: Any, name: str, alias: str | None = None) -> Any:
@@ -216,6 +219,11 @@ def read_declaration(raw: Any, package: str | None) -> Declaration:
         if not isinstance(value, bool):
             raise PluginError(f"tool {name}: '{spec_name}' must be true or false, got {value!r}")
         flags[spec_name] = value
+    task_support = _field(raw, "taskSupport", "task_support")
+    if task_support is ...:
+        task_support = False
+    elif not isinstance(task_support, bool):
+        raise PluginError(f"tool {name}: 'taskSupport' must be true or false, got {task_support!r}")
     schema = _field(raw, "inputSchema", "input_schema")
     if schema is ...:
         raise PluginError(f"tool {name}: 'inputSchema' is required")
@@ -230,6 +238,7 @@ def read_declaration(raw: Any, package: str | None) -> Declaration:
         input_schema=schema,
         read_only=flags["readOnly"],
         destructive=flags["destructive"],
+        task_support=task_support,
     )
 
 
@@ -458,6 +467,7 @@ class Plugin:
             read_only=declaration.read_only,
             destructive=declaration.destructive,
             needs_approval=declaration.destructive,
+            task_support=declaration.task_support,
             plugin=self.id,
             toolset="plugins",
             schema=schema,

@@ -7,7 +7,7 @@ translates between the registry and the SDK's low-level ``Server``:
 - ``tools/list`` lists the visible tools with their annotations and advertised schema, in pages;
 - ``tools/call`` runs :meth:`Registry.call` with the result window always applied, reports
   progress and forwards the tool's log lines while it runs, and turns a :class:`ToolError` into an
-  ``isError`` result;
+  ``isError`` result; a long tool's call may run as a task instead (:mod:`jupyter_mcp.tasks`);
 - :class:`MCPSurface` runs the SDK's Streamable HTTP session manager for the lifetime of the
   server extension and offers an ASGI entry point that the Tornado handler adapts.
 
@@ -42,6 +42,7 @@ from ..core.errors import ToolError
 from ..core.registry import TOOLSETS_HEADER, CallResult, Registry, Tool, request_toolsets
 from ..core.version import __version__
 from ..lab.notebooks import IMAGE_URI, is_image_uri, output_image
+from ..tasks.protocol import CallOrigin, TaskProtocol
 
 # Logging is deprecated at 2026-07-28 but still part of the legacy era we serve.
 warnings.filterwarnings("ignore", category=MCPDeprecationWarning, module=__name__)
@@ -174,6 +175,8 @@ def mcp_tool(tool: Tool, window: int) -> types.Tool:
             idempotent_hint=hints["idempotentHint"],
             open_world_hint=hints["openWorldHint"],
         ),
+        # Where the era has it (2025-11-25): the tool may run as a task.
+        execution=types.ToolExecution(task_support="optional") if tool.task_support else None,
     )
 
 
@@ -258,9 +261,12 @@ def error_result(message: str) -> dict[str, Any]:
 
 
 class _Server(Server[Any]):
-    """The SDK server, advertising ``tools.listChanged`` on the legacy handshake."""
+    """The SDK server, advertising ``tools.listChanged`` (and ``tasks``) on the legacy
+    handshake."""
 
     _default_options: InitializationOptions | None = None
+    #: ``capabilities.tasks`` of the legacy handshake (the SDK builds no such capability).
+    tasks_capability: types.ServerTasksCapability | None = None
 
     def create_initialization_options(
         self,
@@ -282,6 +288,8 @@ class _Server(Server[Any]):
             experimental_capabilities,
             extensions,
         )
+        if self.tasks_capability is not None:
+            options.capabilities.tasks = self.tasks_capability
         if default:
             self._default_options = options
         return options
@@ -460,6 +468,17 @@ class MCPSurface:
                 on_subscriptions_listen=self._listen,
             )
         self.server.middleware.append(self._track_session)
+        # Long calls as MCP tasks, in both eras (tasks/): a middleware on tools/call and the
+        # tasks/* methods; a task's answer is the plain call's (_answer_call).
+        self.tasks = TaskProtocol(
+            registry,
+            ctx,
+            origin=self._call_origin,
+            answer=self._answer_call,
+            server_info=lambda: self.server.server_info_stamp,
+        )
+        self.tasks.install(self.server)
+        self.server.tasks_capability = self.tasks.legacy_capability()
         security = TransportSecuritySettings(
             enable_dns_rebinding_protection=allowed_hosts is not None,
             allowed_hosts=list(allowed_hosts or []),
@@ -517,6 +536,7 @@ class MCPSurface:
         self.ctx.log.removeHandler(self._log_handler)
         if self._task is None or self._stopping is None:
             return
+        await self.tasks.close()
         self._listen.close()
         self._stopping.set()
         try:
@@ -631,7 +651,7 @@ class MCPSurface:
             raise MCPError(types.INVALID_PARAMS, f"Unknown tool: {name}")
         progress = self._progress_relay(rctx)
         logs = self._log_relay(rctx)
-        toolsets = _toolsets(rctx)
+        origin = self._call_origin(rctx)
         reporter_token = progress_reporter.set(progress.report if progress else None)
         sink_token = _call_log_sink.set(logs.record if logs else None)
         finished = False
@@ -639,28 +659,13 @@ class MCPSurface:
         # one is cancelled by the SDK, which watches its connection.
         session = _session_id(rctx)
         key = None if session is None else (session, str(rctx.request_id))
-        user = getattr(getattr(rctx, "request", None), "scope", {}).get("user")
-        # Who pages through result windows: one session of one user (none without a session).
-        caller = None if session is None else (session, str(getattr(user, "username", user)))
         try:
             with anyio.CancelScope() as scope:
                 if key is not None:
-                    self._calls[key] = (scope, user)
-                result = await self.registry.call(
-                    name,
-                    dict(params.arguments or {}),
-                    self.ctx,
-                    always_window=True,
-                    toolsets=toolsets,
-                    caller=caller,
-                )
+                    self._calls[key] = (scope, _user(rctx))
+                answer = await self._answer_call(origin, name, dict(params.arguments or {}))
             if scope.cancelled_caught:
                 answer = error_result(f"{name} was stopped: the client went away")
-            else:
-                answer = call_tool_result(result, rctx.protocol_version)
-            finished = True
-        except ToolError as e:  # the registry turns every failure, bugs too, into one
-            answer = error_result(str(e))
             finished = True
         finally:
             if key is not None:
@@ -674,6 +679,42 @@ class MCPSurface:
             if relay is not None:
                 await relay.close()
         return answer
+
+    async def _answer_call(
+        self, origin: CallOrigin, name: str, arguments: dict[str, Any]
+    ) -> dict[str, Any]:
+        """The wire answer of one call: the result window, or the failure as an ``isError``
+        result. What a plain ``tools/call`` answers, and what a task keeps as its result."""
+        try:
+            result = await self.registry.call(
+                name,
+                arguments,
+                self.ctx,
+                always_window=True,
+                toolsets=origin.toolsets,
+                caller=origin.caller,
+            )
+        except ToolError as e:  # the registry turns every failure, bugs too, into one
+            return error_result(str(e))
+        return call_tool_result(result, origin.protocol_version)
+
+    def _call_origin(self, rctx: Any) -> CallOrigin:
+        """What a call needs of its request (a task keeps it past the request's end)."""
+        session = _session_id(rctx)
+        user = _user(rctx)
+        legacy = rctx.protocol_version not in MODERN_PROTOCOL_VERSIONS
+        meta = rctx.meta or {}
+        return CallOrigin(
+            protocol_version=rctx.protocol_version,
+            principal=_principal_id(user),
+            toolsets=_toolsets(rctx),
+            # Who pages through result windows: one session of one user (none without one).
+            caller=None if session is None else (session, str(getattr(user, "username", user))),
+            progress_token=(
+                meta.get("progressToken", meta.get("progress_token")) if legacy else None
+            ),
+            notifier=_standalone_notifier(rctx.session) if legacy and session else None,
+        )
 
     def _progress_relay(self, rctx: Any) -> _ProgressRelay | None:
         if _json_answer.get():
@@ -796,6 +837,22 @@ def _toolsets(rctx: Any) -> frozenset[str] | None:
         )
     except ToolError:  # only when not served by our handler: show nothing, not all
         return frozenset()
+
+
+def _standalone_notifier(session: Any) -> Callable[[], _Relay]:
+    """Makes senders of raw notifications on a legacy session's standalone stream (a task's
+    notifications: the request that started it has long been answered)."""
+
+    async def send(method: str, params: dict[str, Any]) -> None:
+        notification = types.Notification[dict[str, Any], str](method=method, params=params)
+        await session.send_notification(cast(Any, notification))
+
+    return lambda: _Relay(send)
+
+
+def _user(rctx: Any) -> Any:
+    """The SDK user of the HTTP request behind ``rctx`` (see ``session_owner``)."""
+    return getattr(getattr(rctx, "request", None), "scope", {}).get("user")
 
 
 def _principal_id(user: Any) -> str | None:

@@ -65,6 +65,7 @@ def get_symbols_in_file(ctx: ToolContext, pathInProject: str) -> dict[str, Any]:
     read_only=True,
     idempotent=True,
     title="Find symbol references",
+    task_support=True,
 )
 def find_references(
     ctx: ToolContext, pathInProject: str, line: int, character: int
@@ -122,6 +123,7 @@ def find_references(
     required=["pathInProject", "line", "character", "refactorType"],
     destructive=True,
     title="Refactor code",
+    task_support=True,
 )
 def refactor_code_at_location(
     ctx: ToolContext,
@@ -234,6 +236,7 @@ MAX_PROBLEM_FILES = 200
     read_only=True,
     idempotent=True,
     title="Get file problems",
+    task_support=True,
 )
 def get_file_problems(
     ctx: ToolContext, pathInProject: str, maxFiles: int | None = None

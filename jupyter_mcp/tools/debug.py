@@ -145,6 +145,7 @@ _DEBUG_ACTIONS = [
     required=["action"],
     title="Debug session",
     destructive=True,  # runs code in the user's kernel
+    task_support=True,
 )
 async def debug_session(
     ctx: ToolContext,

@@ -193,6 +193,7 @@ def commit_changes(
     },
     title="Pull changes",
     open_world=True,
+    task_support=True,
 )
 def pull_changes(ctx: ToolContext, remote: str = "origin", branch: str | None = None) -> Any:
     """``{"success": true, "message": ..., "commitHash": ...}``."""

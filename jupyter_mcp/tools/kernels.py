@@ -75,6 +75,7 @@ def _answer(execution: Execution) -> WithImages:
     },
     open_world=True,
     title="Run notebook cells",
+    task_support=True,
 )
 async def execute_notebook_cells(
     ctx: ToolContext,
@@ -134,6 +135,7 @@ async def get_execution(ctx: ToolContext, executionId: str, waitMs: int = 0) -> 
     required=["code"],
     open_world=True,
     title="Run code in a notebook's kernel",
+    task_support=True,
 )
 async def execute_code_in_kernel(
     ctx: ToolContext,

@@ -52,6 +52,7 @@ async def get_run_configurations(ctx: ToolContext) -> list[str]:
     required=["configName"],
     open_world=True,
     title="Run configuration",
+    task_support=True,
 )
 async def run_configuration(ctx: ToolContext, configName: str) -> str:
     """Start the configuration called ``configName``."""

@@ -49,6 +49,7 @@ MAX_RESULTS = {"type": "integer", "minimum": 1, "maximum": 100000, "default": DE
     read_only=True,
     idempotent=True,
     title="Search in files",
+    task_support=True,
 )
 def search_in_files_content(
     ctx: ToolContext,

@@ -104,6 +104,7 @@ OUTPUT_TIMEOUT = {
     required=["command"],
     open_world=True,
     title="Run command in terminal",
+    task_support=True,
 )
 async def execute_terminal_command(
     ctx: ToolContext, command: str, waitForOutput: bool = False, timeout: float = 30000
@@ -172,6 +173,7 @@ async def read_terminal_output(
     required=["command"],
     open_world=True,
     title="Run background command",
+    task_support=True,
 )
 async def run_command_on_background(
     ctx: ToolContext,
@@ -217,6 +219,7 @@ async def run_command_on_background(
     read_only=True,
     idempotent=True,
     title="Wait",
+    task_support=True,
 )
 async def wait(ctx: ToolContext, milliseconds: float) -> dict[str, str]:
     """Sleep without blocking the server; ``{"status": "completed", "message": …}``."""

@@ -56,9 +56,11 @@ export class MCPStatus extends Widget {
     } else if (this._last && Date.now() - this._last.at < AGENT_RECENT_MS) {
       const outcome = this._last.running
         ? ' (running)'
-        : this._last.ok
-          ? ''
-          : ' (failed)';
+        : this._last.task?.status === 'cancelled'
+          ? ' (cancelled)'
+          : this._last.ok
+            ? ''
+            : ' (failed)';
       text = `MCP: agent connected · last: ${this._last.tool}${outcome}`;
     } else {
       text = 'MCP: ready';
@@ -78,7 +80,9 @@ export class MCPStatus extends Widget {
 
 /**
  * The activity panel: recent tool calls, newest first. A call that runs for a while shows as
- * running (with its time so far) until its outcome replaces the entry.
+ * running (with its time so far) until its outcome replaces the entry. A call that runs as an
+ * MCP task shows its task (id, what runs now) from the moment the client is given the task,
+ * long after the request that started it was answered, until the task ends.
  */
 export class ActivityPanel extends Widget {
   constructor(connection: LabSocket) {
@@ -199,6 +203,15 @@ function render(record: IActivityRecord): HTMLLIElement {
   meta.append(duration, ' · ', time);
   head.append(tool, meta);
   item.append(head);
+  if (record.task) {
+    item.classList.add('jp-mod-task');
+    item.dataset.taskId = record.task.id;
+    const task = document.createElement('div');
+    task.className = 'jp-MCP-activity-task';
+    task.textContent = `task ${record.task.id.slice(0, 8)} · ${record.task.status}`;
+    task.title = `MCP task ${record.task.id}`;
+    item.append(task);
+  }
   if (record.arguments) {
     const args = document.createElement('div');
     args.className = 'jp-MCP-activity-arguments';
@@ -208,10 +221,12 @@ function render(record: IActivityRecord): HTMLLIElement {
   const result = document.createElement('div');
   result.className = 'jp-MCP-activity-result';
   result.textContent = record.running
-    ? 'running…'
-    : record.ok
-      ? 'ok'
-      : `error: ${record.error ?? ''}`;
+    ? record.task?.message || 'running…'
+    : record.task?.status === 'cancelled'
+      ? 'cancelled'
+      : record.ok
+        ? 'ok'
+        : `error: ${record.error ?? ''}`;
   item.append(result);
   if (record.running) {
     // The window's own clock from here on: the server's may differ.

@@ -101,7 +101,7 @@ export interface IResponseMessage {
 }
 
 /**
- * One finished tool call, for the activity panel.
+ * One tool call (running or finished), for the activity panel.
  */
 export interface IActivityRecord {
   /**
@@ -121,6 +121,29 @@ export interface IActivityRecord {
    * Milliseconds since the epoch.
    */
   at: number;
+  /**
+   * Set when the call runs as an MCP task: it outlives the request that started it, and the
+   * client collects its result later.
+   */
+  task?: IActivityTask | null;
+}
+
+/**
+ * The MCP task a call runs as.
+ */
+export interface IActivityTask {
+  /**
+   * The task id (a run of cells has it as its executionId too).
+   */
+  id: string;
+  /**
+   * "working", then "completed", "failed" or "cancelled".
+   */
+  status: string;
+  /**
+   * What runs now (the cell, its last output line), or how it ended.
+   */
+  message?: string | null;
 }
 
 /**

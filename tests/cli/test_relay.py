@@ -7,6 +7,7 @@ The relay is a real subprocess that finds the test server through its runtime fi
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 from pathlib import Path
@@ -275,3 +276,116 @@ async def test_relay_opens_a_new_session_when_the_server_lost_its_own(
     assert before.is_error is False and after.is_error is False
     assert "still here" in after.content[0].text
     assert listed.tools
+
+
+class RelayLines:
+    """The relay as a subprocess, driven one JSON-RPC line at a time (a 2025-11-25 client that
+    sends ``params.task``, which the SDK's client has no method for)."""
+
+    def __init__(self, process: asyncio.subprocess.Process) -> None:
+        self.process = process
+        self.messages: list[dict[str, Any]] = []
+        self._arrived = asyncio.Event()
+        self._ids = iter(range(1, 1_000_000))
+        self._reader = asyncio.get_running_loop().create_task(self._read())
+
+    @classmethod
+    async def start(cls, params: StdioServerParameters, errlog: Any) -> RelayLines:
+        process = await asyncio.create_subprocess_exec(
+            params.command,
+            *params.args,
+            cwd=params.cwd,
+            env={**os.environ, **(params.env or {})},
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=errlog,
+        )
+        return cls(process)
+
+    async def _read(self) -> None:
+        assert self.process.stdout is not None
+        while line := await self.process.stdout.readline():
+            self.messages.append(json.loads(line))
+            self._arrived.set()
+
+    async def until(self, match: Any, timeout: float = 60) -> dict[str, Any]:
+        """The first message ``match(message)`` holds for, waiting for it to arrive."""
+        deadline = asyncio.get_running_loop().time() + timeout
+        while True:
+            found = next((m for m in self.messages if match(m)), None)
+            if found is not None:
+                return found
+            self._arrived.clear()
+            left = deadline - asyncio.get_running_loop().time()
+            assert left > 0, f"no such message came; got {self.messages}"
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(self._arrived.wait(), left)
+
+    def send(self, message: dict[str, Any]) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.write(json.dumps(message).encode() + b"\n")
+
+    async def request(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+        number = next(self._ids)
+        self.send({"jsonrpc": "2.0", "id": number, "method": method, "params": params or {}})
+        return await self.until(lambda m: m.get("id") == number and "method" not in m)
+
+    async def close(self) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.close()
+        await asyncio.wait_for(self.process.wait(), 60)
+        self._reader.cancel()
+
+
+async def test_relay_passes_tasks_through_both_eras_and_a_server_restart(
+    relay_params, errlog, mcp_app, jp_serverapp
+):
+    from task_clients import TasksExtension
+
+    from jupyter_mcp.surfaces.mcp import MCPSurface, allowed_hosts
+
+    services = mcp_app.tool_context.services
+    relay = await RelayLines.start(relay_params(), errlog)
+    try:
+        opened = await relay.request(
+            "initialize",
+            {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {},
+                "clientInfo": {"name": "lines", "version": "0"},
+            },
+        )
+        relay.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        wait = {"name": "wait", "arguments": {"milliseconds": 1500}, "task": {"ttl": 60000}}
+        created = await relay.request("tools/call", wait)
+        task_id = created["result"]["task"]["taskId"]
+        polled = await relay.request("tasks/get", {"taskId": task_id})
+        result = await relay.request("tasks/result", {"taskId": task_id})
+        status = await relay.until(lambda m: m.get("method") == "notifications/tasks/status")
+        # The server restarts: its tasks are gone, the relay opens a new session.
+        await services.mcp_surface.stop()
+        services.mcp_surface = MCPSurface(
+            mcp_app.registry, mcp_app.tool_context, allowed_hosts=allowed_hosts(jp_serverapp)
+        )
+        lost = await relay.request("tasks/get", {"taskId": task_id})
+        again = await relay.request("tools/call", {**wait, "arguments": {"milliseconds": 10}})
+        collected = await relay.request(
+            "tasks/result", {"taskId": again["result"]["task"]["taskId"]}
+        )
+    finally:
+        await relay.close()
+    ext = TasksExtension()
+    async with Client(
+        stdio_client_for(relay_params(), errlog), mode="auto", extensions=[ext]
+    ) as client:
+        modern = await client.call_tool("wait", {"milliseconds": 2500})
+
+    assert opened["result"]["capabilities"]["tasks"]["requests"] == {"tools": {"call": {}}}
+    assert polled["result"]["taskId"] == task_id
+    assert "1500 milliseconds" in result["result"]["content"][0]["text"]
+    assert result["result"]["_meta"]["io.modelcontextprotocol/related-task"]["taskId"] == task_id
+    assert status["params"] == {**status["params"], "taskId": task_id, "status": "completed"}
+    assert lost["error"]["code"] == -32602 and "restarted" in lost["error"]["message"]
+    assert "10 milliseconds" in collected["result"]["content"][0]["text"]
+    # 2026-07-28 through the relay: the task was handed out and polled (Mcp-Name: its id).
+    assert len(ext.created) == 1 and "2500 milliseconds" in modern.content[0].text

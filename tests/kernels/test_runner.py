@@ -335,7 +335,7 @@ async def test_progress_tells_elapsed_time_and_the_last_line(
     assert all(u[1] == 2 for u in updates)
     messages = [u[2] or "" for u in updates]
     assert messages[0].startswith(f"execution {answer['executionId']}: ")
-    assert any(m.startswith("cell 1 of 2") and m.endswith(": step 2") for m in messages)
+    assert any(m.startswith("cell 1 of 2 (c0), ") and m.endswith(": step 2") for m in messages)
     assert messages[-1].startswith("ok after") and messages[-1].endswith(": done")
 
 

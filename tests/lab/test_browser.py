@@ -845,6 +845,88 @@ def test_a_long_call_shows_as_running_until_it_ends(lab: Lab, page: Any) -> None
     wait_for(lambda: status.inner_text().endswith("last: wait"), what="the status bar")
 
 
+def start_task(lab: Lab, tool: str, arguments: dict[str, Any]) -> str:
+    """Start ``tool`` as an MCP task in a 2025-11-25 session of its own, then end the session
+    (the task outlives it); the task id."""
+    headers = {
+        "Authorization": f"token {TOKEN}",
+        "Content-Type": "application/json",
+        "Accept": "application/json, text/event-stream",
+        "MCP-Protocol-Version": "2025-11-25",
+    }
+
+    def post(body: dict[str, Any], method: str = "POST") -> tuple[Any, dict[str, Any] | None]:
+        request = urllib.request.Request(
+            f"{lab.url}mcp", data=json.dumps(body).encode(), headers=headers, method=method
+        )
+        with urllib.request.urlopen(request, timeout=60) as response:
+            text = response.read().decode()
+            if response.headers.get("Content-Type", "").startswith("text/event-stream"):
+                text = text.split("data:", 1)[1].split("\n\n", 1)[0]
+            return response.headers, json.loads(text) if text.strip() else None
+
+    opened, _ = post(
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {},
+                "clientInfo": {"name": "browser-test", "version": "0"},
+            },
+        }
+    )
+    headers["Mcp-Session-Id"] = opened["Mcp-Session-Id"]
+    post({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    _, created = post(
+        {
+            "jsonrpc": "2.0",
+            "id": 2,
+            "method": "tools/call",
+            "params": {"name": tool, "arguments": arguments, "task": {"ttl": 600000}},
+        }
+    )
+    assert created is not None and "result" in created, created
+    request = urllib.request.Request(f"{lab.url}mcp", headers=headers, method="DELETE")
+    urllib.request.urlopen(request, timeout=60).close()
+    return str(created["result"]["task"]["taskId"])
+
+
+def test_a_task_shows_as_running_with_what_runs_then_its_outcome(lab: Lab, page: Any) -> None:
+    write_notebook(lab, "tasks/long.ipynb", [("markdown", "# A long run")])
+    nb = nbformat.read(lab.root / "tasks/long.ipynb", as_version=4)
+    nb.cells.append(
+        nbformat.v4.new_code_cell(
+            "import time\nfor i in range(8):\n    print('tick', i, flush=True)\n    time.sleep(1)"
+        )
+    )
+    (lab.root / "tasks/long.ipynb").write_text(nbformat.writes(nb))
+    panel = show_activity(page)
+    task_id = start_task(lab, "execute_notebook_cells", {"pathInProject": "tasks/long.ipynb"})
+    entry = panel.locator(f'.jp-MCP-activity-item[data-task-id="{task_id}"]')
+    # The request that started it was answered and its session ended: the task shows running,
+    # with what runs now (the cell's last line).
+    running = panel.locator(f'.jp-MCP-activity-item.jp-mod-running[data-task-id="{task_id}"]')
+    running.wait_for(timeout=60000)
+    badge = running.locator(".jp-MCP-activity-task")
+    assert badge.inner_text() == f"task {task_id[:8]} · working"
+    result = running.locator(".jp-MCP-activity-result")
+    wait_for(lambda: "tick" in result.inner_text(), timeout=60, what="the cell's output line")
+    assert running.locator(".jp-MCP-activity-tool").inner_text() == "execute_notebook_cells"
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "activity-task-running.png"))
+    # Then its outcome, in the same entry.
+    wait_for(lambda: running.count() == 0, timeout=90, what="the task to end")
+    assert entry.count() == 1
+    assert entry.locator(".jp-MCP-activity-task").inner_text() == f"task {task_id[:8]} · completed"
+    assert entry.locator(".jp-MCP-activity-result").inner_text() == "ok"
+    took = entry.locator(".jp-MCP-activity-duration").inner_text()
+    assert re.fullmatch(r"\d+\.\d\d s", took) and float(took[:-2]) >= 8, took
+    # The run it did is the task's: the same id follows it.
+    assert lab.ok("get_execution", executionId=task_id)["status"] == "ok"
+
+
 def wait_for_debugger_button(page: Any, bug: Any) -> None:
     """Wait until JupyterLab's debugger can be switched on for the visible notebook (its kernel
     is up and says it can debug); on a time-out, keep a screenshot of what the page showed."""

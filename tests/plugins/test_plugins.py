@@ -80,6 +80,7 @@ class Bad:
         _tool("huge_schema", inputSchema={"type": "object", "description": "x" * (256 * 1024)}),
         {k: v for k, v in _tool("no_read_only").items() if k != "readOnly"},
         _tool("string_destructive", destructive="no"),
+        _tool("string_task_support", taskSupport="yes"),
         _tool(
             "ok",
             description="A valid tool next to invalid ones.",
@@ -165,9 +166,19 @@ class Objects:
             readOnly=True,
             destructive=False,
         ),
+        SimpleNamespace(
+            name="long_job",
+            description="Work that may outlast a request: clients may run it as a task.",
+            inputSchema={"type": "object"},
+            readOnly=True,
+            destructive=False,
+            taskSupport=True,
+        ),
     ]
 
     def call(self, tool, arguments, ctx):
+        if tool == "long_job":
+            return "done at length"
         if tool == "where":
             return f"{ctx.root_dir}|{ctx.log.name}|{ctx.plugin_id}"
         if tool == "escape":
@@ -492,6 +503,7 @@ def test_invalid_declarations_are_logged_with_the_plugin_and_reason(
         "huge_schema: inputSchema is over 262144 bytes",
         "declaration no_read_only refused: tool no_read_only: 'readOnly' is required",
         "tool string_destructive: 'destructive' must be true or false",
+        "tool string_task_support: 'taskSupport' must be true or false, got 'yes'",
         "plugin no.call refused: the plugin object has no call(tool, arguments, ctx) function",
         "plugin broken.plugin refused: cannot import mcp_test_plugins:missing_attribute",
         "plugin fails.to.start refused: cannot be set up: OSError: the licence server is down",
@@ -504,6 +516,10 @@ def test_invalid_declarations_are_logged_with_the_plugin_and_reason(
     names_ = {tool.name for tool in registry.all()}
     assert "bad_plugin__ok" in names_ and "clash_a__same" not in names_
     assert "strange__fine" in names_
+    # A plugin tool runs as a task only when it says so.
+    tools = {tool.name: tool for tool in registry.all()}
+    assert tools["objects__long_job"].task_support is True
+    assert tools["objects__where"].task_support is False
 
 
 @pytest.mark.parametrize("mcp_config", [{"read_only": True}])
@@ -640,6 +656,12 @@ async def test_plugin_tools_on_standard_mcp(
     assert "(from plugin example.notes)" in delete.description
     assert by_name["example_notes__find_notes"].annotations.read_only_hint is True
     assert by_name["example_notes__find_notes"].input_schema["$defs"]["limit"]["minimum"] == 1
+    # Declared taskSupport: a 2025-11-25 client may run it as a task (2026-07-28 lists no
+    # such field: the server decides).
+    long_job = by_name["objects__long_job"].execution
+    if mode == "legacy":
+        assert long_job is not None and long_job.task_support == "optional"
+    assert by_name["example_notes__find_notes"].execution is None
     assert found.is_error is False and found.content[0].text == "[]"
     assert failed.is_error is True
     assert failed.content[0].text == "Plugin example.notes failed in fail: no luck"

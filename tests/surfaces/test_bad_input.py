@@ -484,11 +484,6 @@ async def _recording_client(url: str, token: str, mode: str) -> AsyncIterator[tu
             yield client, statuses
 
 
-@pytest.fixture
-def mcp_url(http_server: Any, http_server_port: tuple[Any, int], jp_base_url: str) -> str:
-    return f"http://127.0.0.1:{http_server_port[1]}{jp_base_url}mcp"
-
-
 async def _mcp_tools(client: Client) -> list[Any]:
     tools, cursor = [], None
     while True:

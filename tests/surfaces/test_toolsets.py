@@ -28,11 +28,6 @@ MODES = ["legacy", "auto"]
 
 
 @pytest.fixture
-def mcp_url(http_server: Any, http_server_port: tuple[Any, int], jp_base_url: str) -> str:
-    return f"http://127.0.0.1:{http_server_port[1]}{jp_base_url}mcp"
-
-
-@pytest.fixture
 def connect(mcp_url: str, jp_serverapp: Any):  # type: ignore[no-untyped-def]
     """``async with connect(mode, query="", headers={}) as client``: an SDK client on /mcp."""
     token = jp_serverapp.identity_provider.token

@@ -83,14 +83,8 @@ COLLABORATION_SAVES = ("DocumentRoom._maybe_save_document", "FileLoader._save_co
 
 
 @pytest.fixture(autouse=True)
-def _no_kernels_left(jp_serverapp: Any, jp_asyncio_loop: Any) -> Iterator[None]:
-    yield
-
-    async def end_sessions() -> None:
-        for session in await jp_serverapp.session_manager.list_sessions():
-            await jp_serverapp.session_manager.delete_session(session["id"])
-
-    jp_asyncio_loop.run_until_complete(end_sessions())
+def _no_kernels_left(no_kernels_left: None) -> None:
+    """Every test here ends the kernel sessions it left (tests/conftest.py)."""
 
 
 @pytest.fixture(autouse=True)

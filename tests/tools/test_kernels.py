@@ -13,25 +13,12 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-import nbformat
+from code_notebook import write_code_notebook
 from mcp import Client
 from notebook_files import PNG, on_disk
 
 #: Every test runs with the notebook in its file and in the shared document (see conftest).
 BOTH_BACKENDS = True
-
-
-def _notebook(root: Path, name: str, *sources: str) -> Path:
-    nb = nbformat.v4.new_notebook()
-    nb.metadata["kernelspec"] = {
-        "name": "python3",
-        "display_name": "Python 3",
-        "language": "python",
-    }
-    nb.cells = [nbformat.v4.new_code_cell(source) for source in sources]
-    path = root / name
-    path.write_text(nbformat.writes(nb))
-    return path
 
 
 async def _call(client: Client, tool: str, **arguments: Any) -> Any:
@@ -43,7 +30,7 @@ async def _call(client: Client, tool: str, **arguments: Any) -> Any:
 async def test_an_agent_fixes_a_failing_cell_runs_it_and_those_below_and_looks_at_a_table(
     connect: Any, jp_root_dir: Path
 ) -> None:
-    path = _notebook(
+    path = write_code_notebook(
         jp_root_dir,
         "analysis.ipynb",
         "import pandas as pd",
@@ -94,7 +81,7 @@ async def test_an_agent_fixes_a_failing_cell_runs_it_and_those_below_and_looks_a
 async def test_progress_then_cancelling_interrupts_the_kernel_and_keeps_what_ran(
     connect: Any, jp_root_dir: Path
 ) -> None:
-    path = _notebook(
+    path = write_code_notebook(
         jp_root_dir,
         "long.ipynb",
         "import time\nfor i in range(600):\n    print('tick', i, flush=True)\n    time.sleep(0.1)",
@@ -131,11 +118,12 @@ async def test_progress_then_cancelling_interrupts_the_kernel_and_keeps_what_ran
         assert quick["status"] == "ok" and int(quick["outputs"][0]["text"]) < 300
     assert all(total == 2 for _, total, _ in updates)
     assert [p for p, _, _ in updates] == sorted(p for p, _, _ in updates)
-    assert any(m and m.startswith("cell 1 of 2, ") and " s: tick " in m for _, _, m in updates)
+    # Each message names the running cell (its place in the run and its id) and its last line.
+    assert any(m and m.startswith("cell 1 of 2 (") and " s: tick " in m for _, _, m in updates)
 
 
 async def test_pictures_of_a_run_come_as_image_content(connect: Any, jp_root_dir: Path) -> None:
-    _notebook(
+    write_code_notebook(
         jp_root_dir,
         "pic.ipynb",
         "from IPython.display import Image, display\nimport base64\n"
@@ -152,7 +140,7 @@ async def test_two_agents_running_two_notebooks_at_once_never_cross(
     connect: Any, jp_root_dir: Path
 ) -> None:
     paths = {
-        name: _notebook(
+        name: write_code_notebook(
             jp_root_dir,
             f"{name}.ipynb",
             f"import time\nwho = '{name}'\nfor i in range(5):\n"
@@ -192,7 +180,7 @@ async def test_read_only_mode_keeps_the_kernel_questions_only(mcp_app: Any) -> N
 
 
 async def test_bad_input_is_a_clear_error(fails: Any, jp_root_dir: Path) -> None:
-    path = _notebook(jp_root_dir, "n.ipynb", "x = 1")
+    path = write_code_notebook(jp_root_dir, "n.ipynb", "x = 1")
     before = path.read_bytes()
     assert "n.ipynb has no kernel" in await fails(
         "kernel_action", action="interrupt", pathInProject="n.ipynb"
@@ -213,8 +201,8 @@ async def test_bad_input_is_a_clear_error(fails: Any, jp_root_dir: Path) -> None
 async def test_list_names_every_kernel_or_only_a_notebooks(
     connect: Any, fails: Any, jp_root_dir: Path
 ) -> None:
-    _notebook(jp_root_dir, "a.ipynb", "1")
-    _notebook(jp_root_dir, "b.ipynb", "2")
+    write_code_notebook(jp_root_dir, "a.ipynb", "1")
+    write_code_notebook(jp_root_dir, "b.ipynb", "2")
     async with connect() as client:
         a = await _call(client, "kernel_action", action="start", pathInProject="a.ipynb")
         b = await _call(client, "kernel_action", action="start", pathInProject="b.ipynb")
