@@ -10,8 +10,10 @@ ones again after a reload or a server restart. With :func:`serve_stable_ids` the
 cell's file stores, derived ones where it stores none): the tools, every window and the shared
 document agree on them, and whoever saves first stores them.
 
-Only a notebook whose cells are those the tools read from its file (same count, same sources)
-gets them; anything else (a contents manager that makes notebooks from other files, a file
+Such a notebook is handed out as nbformat 4.5 when its file is older (as JupyterLab makes a
+notebook it loads, and as the first write stores it): an older minor version has no room for
+ids. Only a notebook whose cells are those the tools read from its file (same count, same
+sources) gets them; anything else (a contents manager that makes notebooks from other files, a file
 changed between the two reads) is handed out as the manager made it.
 """
 
@@ -26,7 +28,7 @@ from typing import Any
 from ..core.context import ToolContext
 from ..core.errors import ToolError
 from .facts import is_notebook, stamp_of_stat
-from .notebook_format import parsed_file, source_text
+from .notebook_format import parsed_file, source_text, upgraded_for_write
 
 
 def serve_stable_ids(contents_manager: Any, ctx: ToolContext) -> Callable[[], None] | None:
@@ -98,6 +100,7 @@ def with_stable_ids(ctx: ToolContext, model: dict[str, Any]) -> None:
         return
     for cell, mine in zip(cells, ours, strict=True):
         cell["id"] = mine["id"]
-    # A file without a minor version reads as x.0 (nbformat's rule); JupyterLab, told none,
-    # would keep it at none and drop the ids.
-    model["content"].setdefault("nbformat_minor", parsed.nb["nbformat_minor"])
+    # Cells with ids are nbformat 4.5 (an older minor version has no room for them: a copy
+    # saved from this model would not be valid), as JupyterLab makes a notebook it loads and
+    # as the first write stores it.
+    upgraded_for_write(model["content"])

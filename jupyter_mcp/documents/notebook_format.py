@@ -178,6 +178,8 @@ def parse_notebook(raw: str, shown: str) -> tuple[NotebookNode, Stored]:
             f"{shown} is not a valid notebook: nbformat {nbformat.__version__} reads versions "
             f"{', '.join(map(str, sorted(nbformat.versions)))}, not {major!r}"
         )
+    if not isinstance(minor, int | None):
+        raise ToolError(f"{shown} is not a valid notebook: its nbformat_minor is {minor!r}")
     if not isinstance(data.get("metadata", {}), dict):
         raise ToolError(f"{shown} is not a valid notebook: its metadata is not an object")
     if major == 4:
@@ -192,8 +194,8 @@ def parse_notebook(raw: str, shown: str) -> tuple[NotebookNode, Stored]:
         raise ToolError(f"{shown} is not a valid notebook: it lacks the key {e}") from None
     except Exception as e:  # nbformat raises many types for notebooks it cannot convert
         raise ToolError(f"{shown} is not a valid notebook: {e}") from None
-    had_minor = "nbformat_minor" in data
-    if "nbformat_minor" not in nb:
+    had_minor = isinstance(data.get("nbformat_minor"), int)
+    if not isinstance(nb.get("nbformat_minor"), int):
         nb["nbformat_minor"] = 0  # as nbformat's get_version reads it; the first write says 5
     check_structure(nb, shown)
     cells = nb["cells"]
@@ -207,7 +209,7 @@ def parse_notebook(raw: str, shown: str) -> tuple[NotebookNode, Stored]:
         cell["id"] = cell_id
     found = Stored(
         major=major,
-        minor=minor if had_minor and isinstance(minor, int) else None,
+        minor=minor if had_minor else None,
         ids_stored=major == 4 and (minor or 0) >= 5 and stored == ids,
     )
     return nb, found

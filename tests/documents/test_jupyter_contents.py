@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import nbformat
 import pytest
 from jupyter_server.services.contents.filemanager import FileContentsManager
 from public_notebooks import NBFORMAT, OTHERS, copy_into, nbformat_notebook, public_notebook
@@ -45,6 +46,21 @@ async def test_the_contents_api_gives_the_ids_the_tools_give(
     assert [c["id"] for c in second["cells"]] == ids
     # Only the ids are the tools': the rest is what Jupyter reads
     assert [c["source"] for c in first["cells"]] == [c["source"] for c in listed["cells"]]
+
+
+async def test_a_copy_made_by_jupyter_is_a_valid_notebook_with_those_ids(
+    ok: Any, jp_fetch: Any, jp_root_dir: Path
+) -> None:
+    # Given a v4.4 notebook (JupyterLab's "Duplicate" copies through the contents API)
+    copy_into(CASES["v4.4"], jp_root_dir, "nb.ipynb")
+    listed = await ok("get_notebook_cells", pathInProject="nb.ipynb", includeOutputs=False)
+    await jp_fetch("api", "contents", method="POST", body=json.dumps({"copy_from": "nb.ipynb"}))
+    copy = jp_root_dir / "nb-Copy1.ipynb"
+    # Then the copy stores the ids, as the valid nbformat 4.5 that has room for them
+    saved = nbformat.read(copy, as_version=nbformat.NO_CONVERT)
+    nbformat.validate(saved)
+    assert (saved.nbformat, saved.nbformat_minor) == (4, 5)
+    assert [c.id for c in saved.cells] == [c["cellId"] for c in listed["cells"]]
 
 
 async def test_models_without_notebook_content_are_left_alone(

@@ -162,6 +162,9 @@ UNREADABLE = {
     "not JSON": '{"cells": [',
     "a JSON list": "[]",
     "nbformat 5": json.dumps({"nbformat": 5, "nbformat_minor": 0, "cells": [], "metadata": {}}),
+    "nbformat_minor a string": json.dumps(
+        {"nbformat": 4, "nbformat_minor": "5", "cells": [], "metadata": {}}
+    ),
     "metadata a string": json.dumps(
         {"nbformat": 4, "nbformat_minor": 5, "cells": [], "metadata": "x"}
     ),
