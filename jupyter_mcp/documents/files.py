@@ -102,10 +102,8 @@ def read_notebook_file(ctx: ToolContext, path: Path, shown: str) -> ParsedFile:
 
 
 def _parsed_and_view(ctx: ToolContext, path: Path, shown: str) -> tuple[ParsedFile, str]:
-    _check_file(ctx, path, shown)
-    seen = stamp_of_stat(path.stat())  # before the read: a write after it shows as a new stamp
-    parsed = parsed_file(path, seen, lambda: read_raw_text(ctx, path, shown), shown)
-    return parsed, view_of(path, seen, lambda: read_raw_text(ctx, path, shown), shown)
+    parsed = read_notebook_file(ctx, path, shown)
+    return parsed, view_of(path, parsed.version, lambda: read_raw_text(ctx, path, shown), shown)
 
 
 def read_notebook_and_view(ctx: ToolContext, path: Path, shown: str) -> tuple[NotebookNode, str]:

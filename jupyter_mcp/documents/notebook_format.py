@@ -278,6 +278,8 @@ class ParsedFile:
 
     nb: NotebookNode
     stored: Stored
+    #: The version (the file's stamp) it was parsed at.
+    version: Hashable = None
     _problem: list[str | None] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -309,7 +311,7 @@ def parsed_file(
         if found is not None and found[0] == version:
             return found[1]
     nb, stored = parse_notebook(load(), shown)
-    parsed = ParsedFile(nb, stored)
+    parsed = ParsedFile(nb, stored, version)
     if version is not None:
         with _parsed_lock:
             _parsed.pop(key, None)  # re-inserted last: the oldest entry goes first

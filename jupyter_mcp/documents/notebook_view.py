@@ -26,7 +26,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..core.errors import ToolError
-from .facts import Stamp
 from .notebook_format import (
     IDS_SINCE,
     is_known_cell,
@@ -281,7 +280,7 @@ def _cached(key: Hashable, version: Hashable, render: Callable[[], str]) -> str:
     return view
 
 
-def view_of(path: Path, stamp: Stamp, load: Callable[[], str], shown: str) -> str:
+def view_of(path: Path, stamp: Hashable, load: Callable[[], str], shown: str) -> str:
     """The view of the notebook file at ``path`` whose change stamp is ``stamp``.
 
     ``load`` returns the file's JSON text (it is called only when the view is not cached);
