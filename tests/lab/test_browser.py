@@ -664,6 +664,12 @@ def test_an_old_notebook_has_one_set_of_ids_in_its_file_its_window_and_once_save
         page.locator(".jp-NotebookPanel:visible .jp-Cell .jp-InputPrompt").first.click()
         page.keyboard.press("Control+s")
         wait_for(lambda: stored_ids(path) == in_file, what=f"JupyterLab to save {what}")  # noqa: B023
+        # Closed once JupyterLab knows it saved it, so that later windows do not restore it
+        dirty = page.locator(".lm-DockPanel-tabBar .lm-TabBar-tab.jp-mod-current.jp-mod-dirty")
+        wait_for(lambda: dirty.count() == 0, what="the saved notebook to be clean")  # noqa: B023
+        assert lab.ok("execute_action_by_id", actionId="application:close") == "ok"
+        tab = page.locator(".lm-DockPanel-tabBar .lm-TabBar-tab", has_text=path.name)
+        wait_for(lambda: tab.count() == 0, what=f"{path.name} to close")  # noqa: B023
 
 
 # -- actions and approvals -------------------------------------------------------------------
