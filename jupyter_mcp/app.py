@@ -4,20 +4,28 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import contextlib
 import gc
+import os
+import signal
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import fields
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from jupyter_server.extension.application import ExtensionApp
 from traitlets import Bool, Float, Int, List, TraitError, Unicode, Union, observe, validate
 
+from .auth.provider import OAuthServer, OAuthSettings, OAuthUnavailable, site_for
+from .auth.store import GrantStore
 from .core.context import Settings, ToolContext
 from .core.registry import TOOLSETS, Registry, unknown_toolsets
 from .core.version import __version__
 from .documents.jupyter_contents import serve_stable_ids
+from .execution.processes import kill_groups_now
+from .kernels.managers import process_groups as kernel_process_groups
 from .lab.editor import EditorBridge
 from .lab.live_notebooks import LiveNotebooks
 from .plugins.host import load_plugins
@@ -156,6 +164,18 @@ class JupyterMCP(ExtensionApp):
         ),
     )
 
+    session_idle_timeout = Float(
+        _DEFAULTS.session_idle_timeout,
+        min=1.0,
+        config=True,
+        help=(
+            "Seconds a standard MCP session (protocol revisions before 2026-07-28) may go without "
+            "a request before the server ends it; a client that went away without ending its "
+            "session (it crashed, its machine slept) holds nothing for longer. A request on an "
+            "ended session is answered 404, which tells the client to open a new one."
+        ),
+    )
+
     max_task_ttl = Float(
         _DEFAULTS.max_task_ttl,
         min=0.0,
@@ -208,10 +228,72 @@ class JupyterMCP(ExtensionApp):
         ),
     )
 
+    oauth = Bool(
+        True,
+        config=True,
+        help=(
+            "Be an OAuth authorization server for remote MCP clients (claude.ai and ChatGPT "
+            "connectors, VS Code, ...): they sign in through Jupyter's own login and get a "
+            "token for /mcp alone, with the scopes the user allows. False turns all of it off "
+            "(no discovery, no endpoints, OAuth tokens refused)."
+        ),
+    )
+    oauth_access_token_lifetime = Int(
+        3600,
+        min=60,
+        config=True,
+        help="Seconds an OAuth access token is valid; clients refresh it after that.",
+    )
+    oauth_refresh_token_lifetime = Int(
+        30 * 86400,
+        min=300,
+        config=True,
+        help=(
+            "Seconds an OAuth refresh token stays valid; each refresh makes a new one, so a "
+            "grant used at least this often lasts until it is revoked."
+        ),
+    )
+    oauth_dynamic_registration = Bool(
+        True,
+        config=True,
+        help=(
+            "Let clients register themselves (OAuth Dynamic Client Registration, which many "
+            "clients still use); False leaves only clients with a Client ID Metadata Document."
+        ),
+    )
+    oauth_public_url = Unicode(
+        "",
+        config=True,
+        help=(
+            "The https address remote MCP clients reach this server at, when a tunnel or proxy "
+            "in front of it changes the host or scheme (such as 'https://lab.example.org/'); "
+            "the OAuth issuer and the tokens' audience are made from it. Empty: from each "
+            "request (its Host, and its scheme, which Jupyter takes from X-Forwarded-Proto "
+            "with ServerApp.trust_xheaders)."
+        ),
+    )
+    oauth_file = Unicode(
+        "",
+        config=True,
+        help=(
+            "The file of OAuth grants and registered clients (tokens stored as digests, "
+            "readable by the user alone); empty means <jupyter data dir>/jupyter_mcp/oauth.json."
+        ),
+    )
+    oauth_allow_insecure_client_metadata = Bool(
+        False,
+        config=True,
+        help=(
+            "For tests only: fetch Client ID Metadata Documents over plain http from this "
+            "machine (loopback). Never from another address, and never needed otherwise."
+        ),
+    )
+
     registry: Registry
     tool_context: ToolContext
     _warm_task: asyncio.Task[None] | None = None
     _froze_heap = False
+    _stopped: asyncio.Future[None] | None = None
     #: What puts the contents managers' own ``get`` back (see jupyter_contents).
     _unserve_ids: list[Callable[[], None]]
 
@@ -244,6 +326,23 @@ class JupyterMCP(ExtensionApp):
                 f"{', '.join(map(repr, unknown))}; the tool sets are {', '.join(TOOLSETS)}"
             )
         return names
+
+    @validate("oauth_public_url")
+    def _check_public_url(self, proposal: dict[str, Any]) -> Any:
+        value = proposal["value"]
+        if not value:
+            return value
+        try:
+            site_for("", "", "/", value)
+        except OAuthUnavailable as e:
+            raise TraitError(f"JupyterMCP.oauth_public_url {value!r}: {e}") from None
+        parts = urlsplit(value)
+        if not parts.hostname or parts.query or parts.fragment:
+            raise TraitError(
+                f"JupyterMCP.oauth_public_url {value!r} must be an address such as "
+                "'https://lab.example.org/' (a host, a path at most, no query or fragment)"
+            )
+        return value
 
     @validate("port_range")
     def _check_port_range(self, proposal: dict[str, Any]) -> Any:
@@ -322,10 +421,12 @@ class JupyterMCP(ExtensionApp):
         )
         # MCP tasks show in the activity panel as the calls they are, outliving their request.
         services.mcp_surface.tasks.store.observers.append(editor.task_changed)
+        services.oauth = self._make_oauth() if self.oauth else None
         services.seed_port = self._start_seed_port()
         # Jupyter stops its extensions on SIGTERM and on a confirmed Ctrl-C; a SIGINT without a
-        # terminal ends the process without that. Then this ends what runs and commands started.
-        atexit.register(self._kill_leftovers)
+        # terminal ends the process without that, and a stop can be cut short. Then this ends,
+        # as the process exits, what the server started.
+        atexit.register(self._end_leftovers)
 
     def _serve_stable_ids(self) -> None:
         """Have the server's contents managers (the app's and the handlers') hand out the
@@ -340,10 +441,57 @@ class JupyterMCP(ExtensionApp):
             if restore is not None:
                 self._unserve_ids.append(restore)
 
-    def _kill_leftovers(self) -> None:
+    def _make_oauth(self) -> OAuthServer:
+        """The OAuth authorization server, over the grants file of this user."""
+        context = self.tool_context
+        server_id: list[str] = []
+
+        def identity() -> str:
+            # Decided at the first request, once the server listens on its final port. Under
+            # JupyterHub the prefix names the server (its port changes with each spawn).
+            if not server_id:
+                serverapp = self.serverapp
+                prefix = os.environ.get("JUPYTERHUB_SERVICE_PREFIX")
+                if prefix and os.environ.get("JUPYTERHUB_API_TOKEN"):
+                    where = f"hub {prefix}"
+                else:
+                    port = getattr(serverapp, "port", "")
+                    base_url = getattr(serverapp, "base_url", "/")
+                    where = f"port {port} {base_url}"
+                server_id.append(f"{where} root {context.root_dir}")
+            return server_id[0]
+
+        return OAuthServer(
+            GrantStore(self.oauth_file or None),
+            server_id=identity,
+            served_toolsets=lambda: context.settings.toolsets,
+            settings=OAuthSettings(
+                access_token_lifetime=float(self.oauth_access_token_lifetime),
+                refresh_token_lifetime=float(self.oauth_refresh_token_lifetime),
+                dynamic_registration=self.oauth_dynamic_registration,
+                allow_insecure_client_metadata=self.oauth_allow_insecure_client_metadata,
+                public_url=self.oauth_public_url,
+            ),
+        )
+
+    def _end_leftovers(self) -> None:
+        """End the runs, background commands and kernels still running, all at once, without
+        the event loop (the process is exiting; see :func:`kill_groups_now`).
+
+        Further Ctrl-Cs are ignored from here on: one arriving in the middle (a user presses
+        it twice) would end this with a KeyboardInterrupt and leave the rest running.
+        """
+        with contextlib.suppress(ValueError):  # not the main thread: no signal arrives here
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
         services = self.tool_context.services
-        services.runs.kill_now()
-        services.background_commands.kill_now()
+        kill_groups_now(
+            [
+                *services.runs.groups(),
+                *services.background_commands.groups(),
+                *kernel_process_groups(self.serverapp),
+            ],
+            grace=1.0,
+        )
 
     def _start_seed_port(self) -> SeedPortListener | None:
         """Open the seed port-range listener when ``port_range`` asks for it."""
@@ -368,6 +516,8 @@ class JupyterMCP(ExtensionApp):
         # Again now that every extension is loaded: one may have replaced the contents manager
         # (jupytext's server extension does, building its own from the configured class).
         self._serve_stable_ids()
+        if self.tool_context.services.oauth is not None:
+            self.tool_context.services.oauth.start()
         if self.warm_start:
             # Not awaited: the server serves at once, and a call that needs something still
             # starting waits for that one thing.
@@ -384,8 +534,26 @@ class JupyterMCP(ExtensionApp):
             self.log.debug("jupyter_mcp: %d start-up objects set aside", gc.get_freeze_count())
 
     async def stop_extension(self) -> None:
-        """Stop every service (sessions, runs, commands, worker processes, listeners)."""
-        atexit.unregister(self._kill_leftovers)  # stopped properly: nothing left to kill
+        """Stop every service (sessions, runs, commands, worker processes, listeners).
+
+        Jupyter calls this again when its stop is asked for again (each further Ctrl-C or
+        SIGTERM): a later call waits for the first, which stops everything once.
+        """
+        if self._stopped is None:
+            self._stopped = asyncio.ensure_future(self._stop_services())
+        await asyncio.shield(self._stopped)
+
+    async def _stop_services(self) -> None:
+        serverapp = self.serverapp
+        # Asked to stop (a signal, or ServerApp.stop): the process is ending. Jupyter starts
+        # its whole stop again on each further SIGINT or SIGTERM, and the first of the two to
+        # finish stops the event loop under the other, kernels half shut down: from now on
+        # those signals are only logged. The exit still ends what is left (_end_leftovers).
+        ending = bool(getattr(serverapp, "_stopping", False))
+        if ending:
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                with contextlib.suppress(ValueError):  # not the main thread
+                    signal.signal(sig, self._already_stopping)
         if self._warm_task is not None:
             self._warm_task.cancel()
         if self._froze_heap:
@@ -402,3 +570,12 @@ class JupyterMCP(ExtensionApp):
         executor = getattr(self, "tool_executor", None)
         if executor is not None:
             executor.shutdown(wait=False, cancel_futures=True)
+        if not ending:
+            # Stopped in a process that goes on (tests, an embedding application): every
+            # service is stopped, so nothing is left for the exit to end.
+            atexit.unregister(self._end_leftovers)
+
+    def _already_stopping(self, signum: int, frame: Any) -> None:
+        self.log.warning(
+            "jupyter_mcp: signal %d while the server stops; it goes on stopping", signum
+        )

@@ -18,3 +18,23 @@ def processes_with(marker: str) -> list[str]:
             if marker in cmdline and stat[stat.rfind(")") + 2] != "Z":
                 found.append(cmdline)
     return found
+
+
+def descendants(pid: int) -> list[int]:
+    """Every descendant process of ``pid`` (from /proc), deepest last."""
+    parents: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        parents.setdefault(ppid, []).append(int(entry.name))
+    found, queue = [], [pid]
+    while queue:
+        for child in parents.get(queue.pop(), []):
+            found.append(child)
+            queue.append(child)
+    return found

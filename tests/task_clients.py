@@ -25,6 +25,7 @@ from pydantic import ConfigDict
 
 EXTENSION = "io.modelcontextprotocol/tasks"
 LEGACY = "2025-11-25"
+MODERN = "2026-07-28"
 
 
 def sse_payloads(text: str) -> list[dict[str, Any]]:
@@ -270,5 +271,7 @@ async def modern_client(
     async with httpx2.AsyncClient(headers={"Authorization": f"token {token}"}, timeout=60) as http:
         transport = streamable_http_client(url, http_client=http)
         extensions = [tasks] if tasks is not None else None
-        async with Client(transport, mode="auto", extensions=extensions) as client:
+        # Pinned to the era rather than probed ("auto"), so that a slow first answer on a busy
+        # machine does not fall back to the legacy handshake.
+        async with Client(transport, mode=MODERN, extensions=extensions) as client:
             yield client

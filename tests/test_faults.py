@@ -7,18 +7,24 @@ rename or a file-size limit) and then checks that nothing was lost and the serve
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import fcntl
 import json
 import os
+import pty
 import signal
 import subprocess
 import sys
+import termios
 import textwrap
+import threading
 import time
 import uuid
 from pathlib import Path
 from typing import Any
 
 import httpx2
+import nbformat
 import pytest
 from process_table import processes_with
 
@@ -360,12 +366,82 @@ def _alive(pid: int) -> bool:
     return stat[stat.rfind(")") + 2] != "Z"
 
 
-@pytest.mark.parametrize("how", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
-def test_stopping_the_server_leaves_no_process_behind(tmp_path: Path, how: int) -> None:
+class _Terminal:
+    """A pseudo-terminal a server runs in, as in a user's terminal window: Ctrl-C typed into
+    it is a SIGINT to the server's whole process group, and Jupyter asks before it stops."""
+
+    def __init__(self) -> None:
+        self.master, self.slave = pty.openpty()
+        self.output = bytearray()
+        self._reader = threading.Thread(target=self._read, daemon=True)
+
+    def _read(self) -> None:
+        # The server writes its log to the terminal: read it, or the server blocks on a full one.
+        while True:
+            try:
+                chunk = os.read(self.master, 65536)
+            except OSError:
+                return
+            if not chunk:
+                return
+            self.output += chunk
+
+    def popen_options(self) -> dict[str, Any]:
+        def controlling_terminal() -> None:
+            fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
+        return {
+            "stdin": self.slave,
+            "stdout": self.slave,
+            "stderr": self.slave,
+            "start_new_session": True,
+            "preexec_fn": controlling_terminal,
+        }
+
+    def started(self) -> None:
+        os.close(self.slave)
+        self._reader.start()
+
+    def ctrl_c(self) -> None:
+        os.write(self.master, b"\x03")
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            os.close(self.master)
+
+
+def _signal_server(server: subprocess.Popen[bytes], how: str, terminal: _Terminal | None) -> None:
+    """Stop the server the way ``how`` says, as users and process managers do."""
+    if how == "SIGTERM":
+        server.send_signal(signal.SIGTERM)
+    elif how == "SIGINT twice":  # no terminal: no question asked; the second lands mid-exit
+        server.send_signal(signal.SIGINT)
+        time.sleep(0.5)
+        server.send_signal(signal.SIGINT)
+    elif how == "SIGINT burst":  # an impatient user's many Ctrl-Cs, through the whole exit
+        deadline = time.monotonic() + 8
+        while server.poll() is None and time.monotonic() < deadline:
+            server.send_signal(signal.SIGINT)
+            time.sleep(0.1)
+    else:  # Ctrl-C in a terminal: Jupyter asks; a second one stops it; more come meanwhile
+        assert terminal is not None
+        terminal.ctrl_c()
+        deadline = time.monotonic() + 60
+        while b"Shut down this Jupyter server" not in terminal.output:
+            assert time.monotonic() < deadline, "Jupyter did not ask: " + terminal.output.decode()
+            time.sleep(0.1)
+        for _ in range(3):
+            terminal.ctrl_c()
+            time.sleep(0.3)
+
+
+@pytest.mark.parametrize("how", ["SIGTERM", "SIGINT twice", "SIGINT burst", "Ctrl-C in a terminal"])
+def test_stopping_the_server_leaves_no_process_behind(tmp_path: Path, how: str) -> None:
     root = tmp_path / "project"
     root.mkdir()
-    run_marker, command_marker = _marker(), _marker()
+    run_marker, command_marker, terminal_marker = _marker(), _marker(), _marker()
     _tasks(root, Serve=f"sleep {run_marker} & sleep {run_marker}")
+    (root / "n.ipynb").write_text(json.dumps(nbformat_v4_notebook()))
     port, token = _free_port(), uuid.uuid4().hex
     home = tmp_path / "home"
     env = {
@@ -376,6 +452,8 @@ def test_stopping_the_server_leaves_no_process_behind(tmp_path: Path, how: int) 
         "JUPYTER_RUNTIME_DIR": str(home / "runtime"),
         "PYTHONPATH": str(Path(files.__file__).parents[2]),
     }
+    terminal = _Terminal() if how == "Ctrl-C in a terminal" else None
+    quiet: dict[str, Any] = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
     server = subprocess.Popen(
         [
             sys.executable,
@@ -390,13 +468,15 @@ def test_stopping_the_server_leaves_no_process_behind(tmp_path: Path, how: int) 
             "--ServerApp.jpserver_extensions={'jupyter_mcp': True}",
         ],
         env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+        **(terminal.popen_options() if terminal is not None else quiet),
     )
+    if terminal is not None:
+        terminal.started()
     base = f"http://127.0.0.1:{port}"
     headers = {"Authorization": f"token {token}"}
+    below: set[int] = set()
     try:
-        with httpx2.Client(headers=headers, timeout=60) as http:
+        with httpx2.Client(headers=headers, timeout=120) as http:
             deadline = time.monotonic() + 120
             while True:
                 try:
@@ -406,11 +486,18 @@ def test_stopping_the_server_leaves_no_process_behind(tmp_path: Path, how: int) 
                     pass
                 assert server.poll() is None and time.monotonic() < deadline, "no server"
                 time.sleep(0.2)
-            started = http.post(f"{base}/mcp/run_configuration", json={"configName": "Serve"})
-            assert started.json()["error"] is None, started.text
-            # A background command whose call is still waiting when the server stops.
-            import threading
 
+            def call(tool: str, **arguments: Any) -> Any:
+                answer = http.post(f"{base}/mcp/{tool}", json=arguments).json()
+                assert answer["error"] is None, answer
+                return answer["status"]
+
+            # Every kind of thing the server starts: a run (its kernel and programs), a
+            # notebook's kernel, a command in the terminal, a background command whose call is
+            # still waiting when the server stops; the search and code workers run already.
+            call("run_configuration", configName="Serve")
+            call("execute_code_in_kernel", pathInProject="n.ipynb", code="x = 1")
+            call("execute_terminal_command", command=f"sleep {terminal_marker}")
             threading.Thread(
                 target=lambda: _quietly(
                     http.post,
@@ -420,27 +507,44 @@ def test_stopping_the_server_leaves_no_process_behind(tmp_path: Path, how: int) 
                 daemon=True,
             ).start()
             deadline = time.monotonic() + 60
-            while not (processes_with(run_marker) and processes_with(command_marker)):
-                assert time.monotonic() < deadline, "the run and the command did not start"
+            markers = (run_marker, command_marker, terminal_marker)
+            while not all(processes_with(m) for m in markers):
+                assert time.monotonic() < deadline, "the run and the commands did not start"
                 time.sleep(0.1)
         below = _descendants(server.pid)
-        assert below  # the run's kernel, the programs, the command
+        assert len(below) >= 6  # two kernels, the programs, the commands, the workers
         # When the server is told to stop
-        server.send_signal(how)
-        if how == signal.SIGINT:  # Jupyter asks for confirmation on one; a second one stops it
-            time.sleep(0.5)
-            server.send_signal(how)
+        _signal_server(server, how, terminal)
         server.wait(timeout=90)
         # Then nothing it started is left on the machine
         deadline = time.monotonic() + 15
         while any(_alive(pid) for pid in below) and time.monotonic() < deadline:
             time.sleep(0.1)
-        assert [pid for pid in below if _alive(pid)] == []
-        assert processes_with(run_marker) == [] and processes_with(command_marker) == []
+        assert [_command_line(pid) for pid in below if _alive(pid)] == []
+        assert [m for m in markers if processes_with(m)] == []
     finally:
         if server.poll() is None:
             server.kill()
             server.wait()
+        for pid in below:  # a failed run leaves nothing behind either
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+        if terminal is not None:
+            terminal.close()
+
+
+def nbformat_v4_notebook() -> dict[str, Any]:
+    """An empty notebook with a Python 3 kernel, as a file holds it."""
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3"}
+    return dict(nb)
+
+
+def _command_line(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except OSError:
+        return str(pid)
 
 
 def _quietly(call: Any, *args: Any, **kwargs: Any) -> None:

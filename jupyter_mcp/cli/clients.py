@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import shlex
 from typing import Any
+from urllib.parse import urlparse
 
 from ..core.registry import TOOLSETS
 from . import DISTRIBUTION, PROGRAM
@@ -105,6 +106,7 @@ def client_snippets(
     return "\n".join(
         [
             f"MCP endpoint: {mcp_url}",
+            *connector_lines(mcp_url),
             f"Tool sets: {chosen} (of {', '.join(TOOLSETS)}; choose with --toolsets,"
             " or ?toolsets= on the URL)",
             "",
@@ -124,6 +126,23 @@ def client_snippets(
             f"{shlex.quote(mcp_url)}{header} --method tools/list",
         ]
     )
+
+
+def connector_lines(mcp_url: str) -> list[str]:
+    """What to give a client that signs in with OAuth itself (claude.ai's and ChatGPT's
+    connectors, Claude Desktop's remote servers, VS Code): the URL alone, no token."""
+    parsed = urlparse(mcp_url)
+    lines = [
+        f"Remote connector URL (clients that sign in with OAuth, no token): {mcp_url}",
+    ]
+    if (parsed.hostname or "") in ("localhost", "127.0.0.1", "::1"):
+        lines.append(
+            "  reachable from this machine only: for claude.ai or ChatGPT, publish the server "
+            "over https (a tunnel) and give https://<its public name>" + (parsed.path or "/mcp")
+        )
+    elif parsed.scheme != "https":
+        lines.append("  OAuth needs https on a network address: put TLS in front of the server")
+    return lines
 
 
 def hub_token_help(hub: HubServer) -> str:

@@ -3,8 +3,10 @@
 - ``stdio`` relays MCP between stdin/stdout and the server that serves the current folder
   (:mod:`jupyter_mcp.cli.relay`), found through Jupyter's runtime files
   (:mod:`jupyter_mcp.cli.discovery`) or given by ``--url``/``--token``;
-- ``config`` prints the lines that add the server to Claude Code, Claude Desktop and Cursor
-  (:mod:`jupyter_mcp.cli.clients`);
+- ``config`` prints the lines that add the server to Claude Code, Claude Desktop and Cursor,
+  and the URL for remote connectors that sign in with OAuth (:mod:`jupyter_mcp.cli.clients`);
+- ``clients`` lists the MCP clients the user allowed with OAuth, and ``clients revoke ID``
+  ends a grant (:mod:`jupyter_mcp.cli.grants`);
 - ``stdio-command`` prints the argv that starts the relay (:mod:`jupyter_mcp.cli.launcher`).
 """
 
@@ -18,9 +20,10 @@ import os
 import sys
 from pathlib import Path
 
+from ..auth.store import GrantStore, StoreError
 from ..core.errors import ToolError
 from ..core.registry import TOOLSETS
-from . import PROGRAM
+from . import PROGRAM, grants
 from .clients import TOKEN_PLACEHOLDER, client_snippets, hub_token_help
 from .discovery import (
     NoServerError,
@@ -116,6 +119,34 @@ def print_config(args: argparse.Namespace) -> int:
     return 0
 
 
+def manage_clients(args: argparse.Namespace) -> int:
+    """``clients``: list the OAuth grants; ``clients revoke ID…`` (or ``--all``) ends them."""
+    store = GrantStore(args.file or None)
+    try:
+        if args.action is None:
+            found = store.grants()
+            print(grants.as_json(found) if args.json else grants.describe(found))
+            return 0
+        ids = [g.id for g in store.grants()] if args.all else list(args.ids)
+        if not ids:
+            print(
+                f"{PROGRAM}: say which grants to revoke (their ids, from "
+                f"'{PROGRAM} clients'), or --all",
+                file=sys.stderr,
+            )
+            return 2
+        missing = grants.revoke(store, ids)
+    except StoreError as e:
+        print(f"{PROGRAM}: {e}", file=sys.stderr)
+        return 1
+    for grant_id in ids:
+        if grant_id not in missing:
+            print(f"revoked {grant_id}: its client's next request fails")
+    for grant_id in missing:
+        print(f"{PROGRAM}: no grant {grant_id} in {store.path}", file=sys.stderr)
+    return 1 if missing else 0
+
+
 def print_stdio_command(args: argparse.Namespace) -> int:
     """``stdio-command``: print the relay's argv as a JSON array (exit 1 without a server)."""
     root = args.root or os.getcwd()
@@ -152,6 +183,23 @@ def build_parser() -> argparse.ArgumentParser:
     _add_server_arguments(config)
     _add_toolsets_argument(config)
     config.set_defaults(handler=print_config)
+    clients = commands.add_parser(
+        "clients",
+        help="List the MCP clients you allowed with OAuth (claude.ai, VS Code, ...): what each "
+        "may use and when it was last used; 'clients revoke ID' ends a grant.",
+    )
+    clients.add_argument(
+        "action", nargs="?", choices=["revoke"], help="revoke: end the grants given by id"
+    )
+    clients.add_argument("ids", nargs="*", metavar="ID", help="grant ids to revoke")
+    clients.add_argument("--all", action="store_true", help="with revoke: every grant")
+    clients.add_argument("--json", action="store_true", help="list as JSON")
+    clients.add_argument(
+        "--file",
+        help="the grants file, if the server sets c.JupyterMCP.oauth_file "
+        "(default: <jupyter data dir>/jupyter_mcp/oauth.json)",
+    )
+    clients.set_defaults(handler=manage_clients)
     stdio_command_parser = commands.add_parser(
         "stdio-command",
         help="Print, as a JSON array, the command that starts the stdio relay for the running "

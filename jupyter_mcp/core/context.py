@@ -23,6 +23,7 @@ from .paths import relative_path, resolve_in_root
 from .registry import TOOLSETS
 
 if TYPE_CHECKING:
+    from ..auth.provider import OAuthServer
     from ..code.client import CodeService
     from ..documents.notebook_document import NotebookDocuments
     from ..execution.breakpoints import BreakpointStore
@@ -128,6 +129,9 @@ class Settings:
     #: Counted in characters of cached text (a character of ASCII text is a byte of the file).
     search_cache_bytes: int = 256 * 1024 * 1024
     code_timeout: float = 30.0
+    #: Seconds a legacy MCP session may go without a request before it is ended (the SDK's
+    #: default): a client that went away without ending its session leaves nothing for longer.
+    session_idle_timeout: float = 1800.0
     #: Seconds an MCP task and its result are kept after the task ended, at most.
     max_task_ttl: float = 3600.0
 
@@ -188,6 +192,8 @@ class Services:
     #: The listener on the seed port range, when ``port_range`` asks for one.
     seed_port: SeedPortListener | None = None
     mcp_surface: MCPSurface | None = None
+    #: The server's own OAuth authorization server for remote MCP clients (None: turned off).
+    oauth: OAuthServer | None = None
 
     async def aclose(self, log: logging.Logger) -> None:
         """Stop every service; one that fails is logged and the others are still stopped."""
@@ -204,6 +210,8 @@ class Services:
         ]
         if self.seed_port is not None:
             steps.append(("the seed port listener", self.seed_port.stop))
+        if self.oauth is not None:
+            steps.append(("the OAuth server", self.oauth.aclose))  # writes the last uses
         # Stopping a worker process waits for it: off the event loop.
         steps.append(("the search worker", functools.partial(asyncio.to_thread, self.search.close)))
         steps.append(("the code worker", functools.partial(asyncio.to_thread, self.code.close)))

@@ -8,7 +8,8 @@ cuts the result window the caller asked for.
 Every tool belongs to one named tool set (:data:`TOOLSETS`), given by the :class:`ToolSet` its
 module declares (``tools = ToolSet("files")``); plugin tools are in ``plugins``. The server
 serves the sets of ``c.JupyterMCP.toolsets``; a connection may narrow them further
-(:func:`parse_toolsets` reads its ``toolsets`` parameter).
+(:func:`parse_toolsets` reads its ``toolsets`` parameter), and may be limited to the read-only
+tools (``read_only`` on the calls below: a connection whose OAuth grant is read-only).
 """
 
 from __future__ import annotations
@@ -455,25 +456,41 @@ class Registry:
         """Every registered tool, whatever the policies say."""
         return list(self._tools.values())
 
-    def visible(self, ctx: ToolContext, toolsets: frozenset[str] | None = None) -> list[Tool]:
+    def visible(
+        self, ctx: ToolContext, toolsets: frozenset[str] | None = None, *, read_only: bool = False
+    ) -> list[Tool]:
         """The tools a client may see now, in a stable order.
 
-        ``toolsets`` are the sets the connection chose (None: all the server serves).
+        ``toolsets`` are the sets the connection chose (None: all the server serves);
+        ``read_only`` limits the connection to the read-only tools.
         """
-        return [t for t in self._tools.values() if self._refusal(t, ctx, toolsets) is None]
+        return [
+            t for t in self._tools.values() if self._refusal(t, ctx, toolsets, read_only) is None
+        ]
 
-    def get(self, name: str, ctx: ToolContext, toolsets: frozenset[str] | None = None) -> Tool:
+    def get(
+        self,
+        name: str,
+        ctx: ToolContext,
+        toolsets: frozenset[str] | None = None,
+        *,
+        read_only: bool = False,
+    ) -> Tool:
         """The tool called ``name``, or a :class:`ToolError` saying why it cannot be called."""
         tool = self._tools.get(name)
         if tool is None:
             raise ToolError(f"Unknown tool: {name}")
-        refusal = self._refusal(tool, ctx, toolsets)
+        refusal = self._refusal(tool, ctx, toolsets, read_only)
         if refusal:
             raise ToolError(refusal)
         return tool
 
     def _refusal(
-        self, tool: Tool, ctx: ToolContext, toolsets: frozenset[str] | None = None
+        self,
+        tool: Tool,
+        ctx: ToolContext,
+        toolsets: frozenset[str] | None = None,
+        read_only: bool = False,
     ) -> str | None:
         settings = ctx.settings
         if tool.name in settings.disabled_tools:
@@ -492,10 +509,15 @@ class Registry:
             )
         if settings.read_only and not tool.read_only:
             return f"Tool {tool.name} is not available: the server is in read-only mode"
+        if read_only and not tool.read_only:
+            return (
+                f"Tool {tool.name} is not available on this connection: it may use read-only "
+                "tools only"
+            )
         return None
 
     def listing(
-        self, ctx: ToolContext, toolsets: frozenset[str] | None = None
+        self, ctx: ToolContext, toolsets: frozenset[str] | None = None, *, read_only: bool = False
     ) -> list[dict[str, Any]]:
         """The seed ``list_tools`` form: name, description and input schema per tool."""
         return [
@@ -504,7 +526,7 @@ class Registry:
                 "description": t.description,
                 "inputSchema": t.advertised_schema(ctx.settings.result_window),
             }
-            for t in self.visible(ctx, toolsets)
+            for t in self.visible(ctx, toolsets, read_only=read_only)
         ]
 
     async def call(
@@ -516,11 +538,13 @@ class Registry:
         always_window: bool = False,
         toolsets: frozenset[str] | None = None,
         caller: Hashable | None = None,
+        read_only: bool = False,
     ) -> CallResult:
         """Validate, approve and run one call; cut the result window.
 
         ``toolsets`` are the tool sets the caller's connection chose (None: all the server
-        serves); a tool outside them is refused like a disabled one.
+        serves); a tool outside them is refused like a disabled one, and so is a tool that is
+        not read-only when the connection is limited to ``read_only`` tools.
 
         With ``always_window`` (standard MCP) the window applies even when the caller gave
         no ``resultStart``/``resultEnd``; otherwise only when asked for. Every call is reported
@@ -541,7 +565,7 @@ class Registry:
         try:
             self._notify_start(call_id, name, arguments)
             return await self._observed_call(
-                name, arguments, ctx, always_window, toolsets, caller, started
+                name, arguments, ctx, always_window, toolsets, caller, started, read_only
             )
         finally:
             current_call_id.reset(token)
@@ -555,10 +579,17 @@ class Registry:
         toolsets: frozenset[str] | None,
         caller: Hashable | None,
         started: float,
+        read_only: bool = False,
     ) -> CallResult:
         try:
             result = await self._call(
-                name, arguments, ctx, always_window=always_window, toolsets=toolsets, caller=caller
+                name,
+                arguments,
+                ctx,
+                always_window=always_window,
+                toolsets=toolsets,
+                caller=caller,
+                read_only=read_only,
             )
         except ToolError as e:
             self._notify(name, arguments, False, str(e), started)
@@ -607,8 +638,9 @@ class Registry:
         always_window: bool,
         toolsets: frozenset[str] | None,
         caller: Hashable | None = None,
+        read_only: bool = False,
     ) -> CallResult:
-        tool = self.get(name, ctx, toolsets)
+        tool = self.get(name, ctx, toolsets, read_only=read_only)
         if arguments is None:
             arguments = {}
         if not isinstance(arguments, dict):

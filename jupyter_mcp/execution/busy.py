@@ -13,7 +13,7 @@ import time
 from typing import Any
 
 from ..core.errors import ToolError
-from ..kernels.managers import behind_gateway, refresh
+from ..kernels import managers
 
 #: How often the busy-kernel watcher looks at execution states (seconds).
 POLL_SECONDS = 0.5
@@ -37,7 +37,7 @@ class BusyKernels:
         if manager is not None:
             for kernel_id in list(manager.list_kernel_ids()):
                 with contextlib.suppress(KeyError):
-                    kernel = manager.get_kernel(kernel_id)
+                    kernel = managers.kernel(self.serverapp, kernel_id)
                     if getattr(kernel, "execution_state", None) == "busy":
                         found[kernel_id] = kernel
         now = time.time()
@@ -57,10 +57,13 @@ class BusyKernels:
         loop = asyncio.get_running_loop()
         asked = -GATEWAY_POLL_SECONDS
         while True:
-            if behind_gateway(self.serverapp) and loop.time() - asked >= GATEWAY_POLL_SECONDS:
+            if (
+                managers.behind_gateway(self.serverapp)
+                and loop.time() - asked >= GATEWAY_POLL_SECONDS
+            ):
                 asked = loop.time()
                 with contextlib.suppress(ToolError):  # the gateway is away: states stay as known
-                    await refresh(self.serverapp)
+                    await managers.refresh(self.serverapp)
             self.busy()
             await asyncio.sleep(POLL_SECONDS)
 

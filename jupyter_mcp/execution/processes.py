@@ -15,6 +15,7 @@ import os
 import signal
 import sys
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -90,13 +91,11 @@ class BackgroundCommands:
 
     async def shutdown(self) -> None:
         """Stop every running command's process group (the server is stopping)."""
-        groups = list(self._groups.values())
-        await asyncio.gather(*(kill_group(pgid) for pgid in groups))
+        await asyncio.gather(*(kill_group(pgid) for pgid in self.groups()))
 
-    def kill_now(self) -> None:
-        """End every running command's group without the event loop (the server is exiting)."""
-        for pgid in list(self._groups.values()):
-            kill_group_now(pgid)
+    def groups(self) -> list[int]:
+        """The process groups of the running commands."""
+        return list(self._groups.values())
 
 
 def group_alive(pgid: int) -> bool:
@@ -163,18 +162,25 @@ async def kill_group(pgid: int, *, grace: float = KILL_GRACE, terminate: bool = 
         os.killpg(pgid, signal.SIGKILL)
 
 
-def kill_group_now(pgid: int, grace: float = KILL_GRACE) -> None:
-    """:func:`kill_group` for a process that is exiting: blocks, needs no event loop."""
+def kill_groups_now(pgids: Iterable[int], grace: float = KILL_GRACE) -> None:
+    """:func:`kill_group` for a process that is exiting, every group at once: blocks, needs no
+    event loop. All get SIGTERM together and share one grace period before SIGKILL, so ending
+    many groups takes ``grace`` seconds, not that many times it. The caller's own group is never
+    signalled."""
     if sys.platform == "win32":  # pragma: no cover - no process groups to signal
         return
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, signal.SIGTERM)
-        os.killpg(pgid, signal.SIGCONT)
+    own = os.getpgrp()
+    groups = [pgid for pgid in dict.fromkeys(pgids) if pgid > 1 and pgid != own]
+    for pgid in groups:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pgid, signal.SIGTERM)
+            os.killpg(pgid, signal.SIGCONT)
     deadline = time.monotonic() + grace
-    while group_alive(pgid) and time.monotonic() < deadline:
+    while any(group_alive(pgid) for pgid in groups) and time.monotonic() < deadline:
         time.sleep(0.05)
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, signal.SIGKILL)
+    for pgid in groups:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pgid, signal.SIGKILL)
 
 
 class _Capture:

@@ -46,7 +46,7 @@ from ..kernels import managers
 from ..kernels.execute import execute, kernel_name_for
 from ..project.walk import iter_project_files
 from .output import OutputBuffer, plain_text
-from .processes import Activity, iso, kill_group, kill_group_now
+from .processes import Activity, iso, kill_group
 
 #: Placeholder for the kernel's own Python interpreter in an argv.
 PYTHON = "${python}"
@@ -736,31 +736,23 @@ class RunManager:
             elif kind == "error":
                 run.output.append(plain_text("\n".join(content.get("traceback", []))) + "\n")
 
-        kernel = manager.get_kernel(run.kernel_id)
-        pid = managers.process_id(kernel)
+        assert run.kernel_id is not None
+        kernel = managers.kernel(self.serverapp, run.kernel_id)
+        connected_to = managers.incarnation(kernel)
 
         async def is_alive() -> bool:
-            return run.kernel_id in manager and await managers.client_alive(client, kernel, pid)
+            return run.kernel_id in manager and await managers.client_alive(
+                client, kernel, connected_to
+            )
 
         return await execute(
             client, code, on_message=on_message, is_alive=is_alive, user_expressions=expressions
         )
 
-    def kill_now(self) -> None:
-        """End every running run's program and kernel without the event loop.
-
-        For a server that exits without stopping its extensions (an interrupt it does not
-        handle, without a terminal): nothing a run started may outlive it.
-        """
-        manager: Any = getattr(self.serverapp, "kernel_manager", None)
-        for run in self.running():
-            if run.pgid is not None:
-                kill_group_now(run.pgid, grace=1.0)
-            with contextlib.suppress(Exception):  # no manager, no such kernel: nothing to end
-                provisioner = manager.get_kernel(run.kernel_id).provisioner
-                kernel_group = getattr(provisioner, "pgid", None) or provisioner.process.pid
-                if kernel_group and kernel_group != os.getpgrp():
-                    kill_group_now(kernel_group, grace=1.0)
+    def groups(self) -> list[int]:
+        """The process groups of the running runs' programs (their kernels are the server's
+        kernels, ended with those)."""
+        return [run.pgid for run in self.running() if run.pgid is not None]
 
     async def shutdown(self) -> None:
         """Stop every run (the server is stopping)."""

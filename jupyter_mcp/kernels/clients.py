@@ -34,8 +34,8 @@ class KernelClient:
     client: Any
     #: The server's KernelManager of the kernel (the same object across restarts).
     manager: Any
-    #: The kernel process the client was connected to.
-    pid: Any
+    #: The kernel process the client was connected to (see managers.incarnation).
+    incarnation: tuple[Any, int]
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
 
     #: The kernel's state as the status messages this client has read say; a new client's
@@ -59,15 +59,15 @@ class KernelClient:
 
     async def is_alive(self) -> bool:
         """Whether the kernel this client talks to still runs (a restarted one does not)."""
-        return await managers.client_alive(self.client, self.manager, self.pid)
+        return await managers.client_alive(self.client, self.manager, self.incarnation)
 
     @property
     def current(self) -> bool:
         """Whether this client is still one of its kernel as it runs now: not of a process
         that restarted since, nor of a connection that closed."""
-        return self.pid == managers.process_id(self.manager) and not managers.connection_lost(
-            self.client
-        )
+        return self.incarnation == managers.incarnation(
+            self.manager
+        ) and not managers.connection_lost(self.client)
 
     def close(self) -> None:
         """Stop the client's channels."""
@@ -88,9 +88,8 @@ class KernelClients:
         return self._serverapp
 
     def _kernel_manager(self, kernel_id: str) -> Any:
-        kernels = managers.kernel_manager(self._serverapp)
         try:
-            return kernels.get_kernel(kernel_id)
+            return managers.kernel(self._serverapp, kernel_id)
         except KeyError:
             self.drop(kernel_id)
             raise ToolError(f"No running kernel {kernel_id} (it was shut down)") from None
@@ -112,16 +111,19 @@ class KernelClients:
                 raise ToolError(
                     f"The kernel {kernel_id} does not answer: {managers.describe(e)}"
                 ) from e
-            kept = KernelClient(kernel_id, client, manager, managers.process_id(manager))
+            kept = KernelClient(kernel_id, client, manager, managers.incarnation(manager))
             self._clients[kernel_id] = kept
             return kept
 
     async def _alive(self, kernel_id: str, manager: Any) -> None:
         """Wait for a dead kernel to come back: the server restarts a kernel that died (a few
-        seconds later); if it does not, restart it here."""
+        seconds later); if it does not, restart it here. A gateway's kernel that is not alive
+        is one the gateway lost or cannot be asked about: a clear error at once."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + AUTORESTART_WAIT
-        while not await managers.is_alive(manager):
+        while (why := await managers.not_alive(manager)) is not None:
+            if not managers.restarts_itself(manager):
+                raise ToolError(f"The kernel {kernel_id} cannot be reached: {why}")
             if loop.time() > deadline:
                 try:
                     await managers.restart_kernel(self._serverapp, kernel_id)

@@ -39,7 +39,7 @@ async def check_kernel_name(ctx: ToolContext, name: str) -> dict[str, Any]:
 
 
 async def _state(ctx: ToolContext, kernel_id: str) -> dict[str, Any]:
-    manager = managers.kernel_manager(ctx.serverapp).get_kernel(kernel_id)
+    manager = managers.kernel(ctx.serverapp, kernel_id)
     return {
         "kernelId": kernel_id,
         "name": manager.kernel_name,
@@ -59,7 +59,7 @@ async def list_kernels(ctx: ToolContext, clients: KernelClients) -> list[dict[st
     running = {}
     for kernel_id in list(kernels.list_kernel_ids()):
         try:
-            running[kernel_id] = kernels.get_kernel(kernel_id)
+            running[kernel_id] = managers.kernel(ctx.serverapp, kernel_id)
         except KeyError:  # shut down while listing
             continue
     # A kernel that answers the silent probe is idle now, whatever the server's state (which

@@ -94,7 +94,7 @@ class DebugSession:
         self.exceptions = "none"
         self.ended: str | None = None
         self.client: Any = None
-        self._pid: Any = None
+        self._incarnation: Any = None
         self._seq = 0
         self._request_lock = asyncio.Lock()
         #: One action at a time changes what runs (run, moves, stop); inspecting may overlap.
@@ -132,7 +132,7 @@ class DebugSession:
     async def open(self, exceptions: str) -> None:
         """Connect, start or join the kernel's debugger, set breakpoints and exceptions."""
         manager = self.kernel.manager(self.ctx)
-        self._pid = managers.process_id(manager)
+        self._incarnation = managers.incarnation(manager)
         # A client of its own: the kernel's replies to it go to it alone (see new_client).
         self.client = managers.new_client(manager, own_session=True)
         try:
@@ -144,9 +144,7 @@ class DebugSession:
                 ) from e
             msg_id = self.client.kernel_info()
             reply = await self._shell_reply(msg_id, REQUEST_TIMEOUT)
-            if "debugger" not in reply["content"].get("supported_features", []) and not reply[
-                "content"
-            ].get("debugger"):
+            if not await self._has_debugger(manager, reply["content"]):
                 name = reply["content"].get("implementation", "this kernel")
                 raise ToolError(
                     f"The kernel of {self.shown} ({name}) has no debugger; ipykernel 6 or later "
@@ -185,6 +183,19 @@ class DebugSession:
         except BaseException:
             await self._release()
             raise
+
+    async def _has_debugger(self, manager: Any, info: dict[str, Any]) -> bool:
+        """Whether the kernel says it has a debugger: in its ``kernel_info`` (protocol 5.5's
+        ``supported_features``, or the older ``debugger`` flag), or, as ipykernel 6 does (its
+        ``kernel_info`` says neither), in its kernelspec's metadata, where JupyterLab looks."""
+        if "debugger" in (info.get("supported_features") or []) or info.get("debugger"):
+            return True
+        try:
+            specs = await managers.kernel_specs(self.ctx.serverapp)
+        except ToolError:
+            return False
+        metadata = managers.spec_of(specs, manager.kernel_name).get("metadata") or {}
+        return bool(metadata.get("debugger"))
 
     async def close(self, reason: str = "the session was stopped") -> dict[str, Any]:
         """End the session: nothing of the agent's stays paused; the user's debugger stays on."""
@@ -274,10 +285,10 @@ class DebugSession:
 
     async def _kernel_gone(self) -> str | None:
         try:
-            manager = managers.kernel_manager(self.ctx.serverapp).get_kernel(self.kernel.kernel_id)
+            manager = managers.kernel(self.ctx.serverapp, self.kernel.kernel_id)
         except KeyError:
             return "the kernel was shut down"
-        if managers.process_id(manager) != self._pid:
+        if managers.incarnation(manager) != self._incarnation:
             return "the kernel restarted"
         if managers.connection_lost(self.client):
             return "the kernel restarted or its connection closed"

@@ -11,6 +11,7 @@ from __future__ import annotations
 import inspect
 import json
 import queue
+import time
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -28,6 +29,15 @@ class KernelDied(RuntimeError):
 
     def __init__(self) -> None:
         super().__init__("the kernel died")
+
+
+class NoReply(RuntimeError):
+    """The kernel finished the request but never answered it."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            f"the kernel finished the code but sent no reply within {REPLY_TIMEOUT:g} s"
+        )
 
 
 async def execute(
@@ -77,8 +87,18 @@ async def execute(
         handled = on_message(kind, content)
         if inspect.isawaitable(handled):
             await handled
+    # The reply follows at once, unless the kernel went away between the two (a restart
+    # interrupts the running cell first: its error and "idle" come, its reply does not).
+    deadline = time.monotonic() + REPLY_TIMEOUT
     while True:
-        reply: dict[str, Any] = await client.get_shell_msg(timeout=REPLY_TIMEOUT)
+        try:
+            reply: dict[str, Any] = await client.get_shell_msg(timeout=ALIVE_POLL)
+        except queue.Empty:
+            if not await is_alive():
+                raise KernelDied() from None
+            if time.monotonic() > deadline:
+                raise NoReply() from None
+            continue
         if reply.get("parent_header", {}).get("msg_id") == msg_id:
             return reply
 

@@ -3,7 +3,7 @@
 A server started with ``--gateway-url`` reaches its kernels through jupyter_server's
 :class:`~jupyter_server.gateway.managers.GatewayKernelClient`: the kernel's five channels over
 one websocket to the gateway (Jupyter Kernel Gateway, Enterprise Gateway). As jupyter_server
-2.21 ships it, that client falls short of what the kernel tools need in four ways:
+2.21 ships it, that client falls short of what the kernel tools need in five ways:
 
 - it opens the websocket without the gateway's headers, so a gateway that requires a token
   (``--GatewayClient.auth_token``) refuses it (401), and it opens it on the event loop, which
@@ -14,14 +14,16 @@ one websocket to the gateway (Jupyter Kernel Gateway, Enterprise Gateway). As ju
 - a reader waiting for a message spins on the event loop (``asyncio.sleep(0)`` in a loop)
   until one comes or its time is up, a core busy for as long as anybody waits;
 - a kernel that the gateway restarted after it died is told only by a ``restarting`` status
-  that a reader may never look at, and a closed websocket by nothing a reader sees.
+  that a reader may never look at, and a closed websocket by nothing a reader sees;
+- closing it may wait up to 3 s, on the event loop, for the gateway's closing frame, when its
+  own router thread read that frame first.
 
 :class:`GatewayKernelConnection` keeps jupyter_server's websocket transport (its router
-thread, message encoding and shutdown) and mends those four: the websocket is opened from a
-thread with the headers, cookies and TLS settings jupyter_server's own gateway requests carry
+thread and message encoding) and mends those five: the websocket is opened from a thread with
+the headers, cookies and TLS settings jupyter_server's own gateway requests carry
 (:meth:`GatewayClient.load_connection_args`), every message says its channel, a waiting reader
-sleeps until its message arrives, and the client knows when its kernel restarted or its
-connection closed (:attr:`GatewayKernelConnection.lost`).
+sleeps until its message arrives, the client knows when its kernel restarted or its
+connection closed (:attr:`GatewayKernelConnection.lost`), and it closes at once.
 """
 
 from __future__ import annotations
@@ -46,20 +48,22 @@ from tornado.escape import url_escape
 MAX_QUEUED = 10_000
 #: Longest stretch a waiting reader sleeps before it looks whether the connection closed.
 WAKE_CHECK = 0.5
+#: Seconds a closed connection's router thread has to end (it ends at once: its read fails).
+ROUTER_JOIN = 5.0
 #: Kernel states the gateway's websocket announces when the kernel behind it was replaced.
 _RESTARTED = frozenset({"restarting", "dead"})
 
 
 class _Channel(ChannelQueue):
     """One channel of the kernel's websocket: it names itself in what it sends, and a reader
-    waits on an event the router thread sets, instead of spinning."""
+    sleeps until the router thread says a message came, instead of spinning."""
 
     def __init__(self, name: str, client: GatewayKernelConnection) -> None:
         assert client.channel_socket is not None
         super().__init__(name, client.channel_socket, client.log)
         self._client = client
         self._loop = asyncio.get_running_loop()
-        self._arrived = asyncio.Event()
+        self._waiters: set[asyncio.Future[None]] = set()
 
     # Called by the router thread, under the queue's lock.
     def _put(self, item: Any) -> None:
@@ -73,32 +77,54 @@ class _Channel(ChannelQueue):
         ):
             self._client.restarted = True
         with contextlib.suppress(RuntimeError):  # the loop closed: nobody waits any more
-            self._loop.call_soon_threadsafe(self._arrived.set)
+            self._loop.call_soon_threadsafe(self._wake)
+
+    def _wake(self) -> None:
+        for waiter in self._waiters:
+            _resolve(waiter)
+
+    async def _wait(self, seconds: float) -> None:
+        """Until a message arrives or ``seconds`` pass.
+
+        A bare future rather than ``asyncio.wait_for``, which on Python 3.10 and 3.11 can
+        swallow the cancellation of a reader whose message came at the same moment (and a
+        reader task that is never cancelled keeps its debug session from ending).
+        """
+        waiter = self._loop.create_future()
+        self._waiters.add(waiter)
+        timer = self._loop.call_later(seconds, _resolve, waiter)
+        try:
+            await waiter
+        finally:
+            timer.cancel()
+            self._waiters.discard(waiter)
 
     async def get_msg(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
         """The next message, waiting up to ``timeout`` seconds (None: as long as it takes);
         :class:`queue.Empty` when none came."""
         timeout = kwargs.get("timeout", args[0] if args else None)
-        loop = asyncio.get_running_loop()
-        deadline = None if timeout is None else loop.time() + timeout
+        deadline = None if timeout is None else self._loop.time() + timeout
         while True:
-            self._arrived.clear()
             try:
                 msg: dict[str, Any] = self.get_nowait()
                 return msg
             except queue.Empty:
                 pass
-            remaining = WAKE_CHECK if deadline is None else deadline - loop.time()
+            remaining = WAKE_CHECK if deadline is None else deadline - self._loop.time()
             if remaining <= 0:
                 raise queue.Empty
             # A closed connection sends nothing more: the wait runs out its time, as a silent
             # kernel's would, and the caller asks whether the kernel is still there.
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._arrived.wait(), min(remaining, WAKE_CHECK))
+            await self._wait(min(remaining, WAKE_CHECK))
 
     def send(self, msg: dict[str, Any]) -> None:
         """Send ``msg`` on this channel (the gateway reads the channel from the message)."""
         super().send({**msg, "channel": self.channel_name})
+
+
+def _resolve(waiter: asyncio.Future[None]) -> None:
+    if not waiter.done():
+        waiter.set_result(None)
 
 
 class _HeartbeatChannel(_Channel, HBChannelQueue):
@@ -163,21 +189,31 @@ class GatewayKernelConnection(GatewayKernelClient):
         self.response_router.start()
 
     def stop_channels(self) -> None:
-        """Close the websocket and stop the channels (nothing to do when it never opened)."""
-        if self.channel_socket is None or self.response_router is None:
-            if self.channel_socket is not None:
-                with contextlib.suppress(Exception):
-                    self.channel_socket.close()
+        """Close the websocket, which ends the router thread (nothing to do when it never
+        opened)."""
+        socket, router = self.channel_socket, self.response_router
+        if socket is None or self._channels_stopped:
             return
-        super().stop_channels()
+        self._channels_stopped = True
+        # No waiting for the gateway's closing frame: the router thread reads the socket too,
+        # and when it takes that frame, websocket-client's close waits its 3 s for it.
+        with contextlib.suppress(Exception):
+            socket.close(timeout=0)
+        if router is not None:
+            router.join(timeout=ROUTER_JOIN)
+
+    @property
+    def closed(self) -> bool:
+        """Whether the websocket closed: the kernel was shut down, or the gateway went away
+        (or this client stopped its channels)."""
+        router = self.response_router
+        return self._channels_stopped or (router is not None and not router.is_alive())
 
     @property
     def lost(self) -> bool:
         """Whether the kernel this client connected to is gone for it: restarted by the
-        gateway, or the websocket closed (the kernel was shut down, the gateway went away)."""
-        router = self.response_router
-        closed = router is not None and not router.is_alive()
-        return self.restarted or self._channels_stopped or closed
+        gateway, or the websocket closed."""
+        return self.restarted or self.closed
 
     async def _async_is_alive(self) -> bool:
         # jupyter_client asks the kernel manager, whose local check needs a kernel process;

@@ -14,6 +14,8 @@ through the functions here, so no other code asks which face it has.
 from __future__ import annotations
 
 import contextlib
+import weakref
+from collections import Counter
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -37,6 +39,15 @@ def kernel_manager(serverapp: Any) -> Any:
     return manager
 
 
+def kernel(serverapp: Any, kernel_id: str) -> Any:
+    """The KernelManager of the server's kernel ``kernel_id``; KeyError when there is none
+    (jupyter_server's own lookup raises an HTTP 404 error instead)."""
+    kernels = kernel_manager(serverapp)
+    if kernel_id not in kernels:
+        raise KeyError(kernel_id)
+    return kernels.get_kernel(kernel_id)
+
+
 def behind_gateway(serverapp: Any) -> bool:
     """Whether the server's kernels run behind a gateway (``--gateway-url``)."""
     return isinstance(getattr(serverapp, "kernel_manager", None), GatewayMappingKernelManager)
@@ -49,10 +60,21 @@ def describe(error: BaseException) -> str:
             return error.log_message % error.args if error.args else error.log_message
         except TypeError:
             return error.log_message
-    return f"{type(error).__name__}: {error}" if not str(error) else str(error)
+    return str(error) or type(error).__name__
 
 
 # -- kernel specs ------------------------------------------------------------------------------
+
+
+def _not_listed(serverapp: Any, error: Exception) -> ToolError:
+    if not behind_gateway(serverapp):
+        return ToolError(f"The server's kernels could not be listed: {describe(error)}")
+    hint = ""
+    if isinstance(error, web.HTTPError) and error.status_code in (401, 403):
+        hint = " (the gateway wants another token: --GatewayClient.auth_token)"
+    return ToolError(
+        f"The kernel gateway could not be asked for its kernels: {describe(error)}{hint}"
+    )
 
 
 async def kernel_specs(serverapp: Any) -> dict[str, Any]:
@@ -61,7 +83,7 @@ async def kernel_specs(serverapp: Any) -> dict[str, Any]:
     try:
         specs = await ensure_async(specs_manager.get_all_specs())
     except Exception as e:
-        raise ToolError(f"The server's kernels could not be listed: {describe(e)}") from e
+        raise _not_listed(serverapp, e) from e
     return dict(specs or {})
 
 
@@ -88,24 +110,80 @@ async def kernel_language(serverapp: Any, manager: Any) -> str:
 # -- kernels -----------------------------------------------------------------------------------
 
 
-def process_id(manager: Any) -> Any:
-    """The kernel's process id (a restart gives a new one); None when unknown (a gateway's
-    kernels run elsewhere: their restarts are told by the connection instead)."""
+#: The events jupyter_server's kernel managers emit after each start, restart, interrupt and
+#: shutdown, local or behind a gateway.
+KERNEL_ACTIONS = "https://events.jupyter.org/jupyter_server/kernel_actions/v1"
+
+# Restarts each event logger (each server) told of, by kernel id.
+_restarts: weakref.WeakKeyDictionary[Any, Counter[str]] = weakref.WeakKeyDictionary()
+
+
+def _restarts_told(events: Any) -> Counter[str]:
+    counts = _restarts.get(events)
+    if counts is None:
+        counts = _restarts[events] = Counter()
+
+        async def count(logger: Any, schema_id: str, data: dict[str, Any]) -> None:
+            if data.get("action") == "restart" and data.get("status") == "success":
+                counts[str(data.get("kernel_id"))] += 1
+
+        events.add_listener(schema_id=KERNEL_ACTIONS, listener=count)
+    return counts
+
+
+def incarnation(manager: Any) -> tuple[Any, int]:
+    """What tells this run of a kernel's process from the next one (a restart's).
+
+    A local kernel's process id, and how often the server restarted the kernel (JupyterLab's
+    restart, a tool's): a gateway's kernels run elsewhere, with no process id here.
+    """
     provisioner = getattr(manager, "provisioner", None)
-    return getattr(provisioner, "pid", None) if provisioner is not None else None
+    pid = getattr(provisioner, "pid", None) if provisioner is not None else None
+    events = getattr(manager, "event_logger", None)
+    told = _restarts_told(events)[str(manager.kernel_id)] if events is not None else 0
+    return pid, told
+
+
+async def not_alive(manager: Any) -> str | None:
+    """None while the kernel runs; else why it does not (it stopped, the gateway no longer
+    has it, or the gateway cannot be asked)."""
+    try:
+        alive = bool(await ensure_async(manager.is_alive()))
+    except Exception as e:
+        return describe(e)
+    if isinstance(manager, GatewayKernelManager) and not manager.has_kernel:
+        # The gateway's manager answers True the first time its kernel is found gone (it
+        # forgets the kernel's model, and answers from the model from then on).
+        return "the kernel gateway no longer has this kernel (it was shut down or culled)"
+    return None if alive else "the kernel stopped"
+
+
+def process_groups(serverapp: Any) -> list[int]:
+    """The process groups of the server's kernels that run on this machine (none behind a
+    gateway), for ending them when the server exits without shutting them down."""
+    manager = getattr(serverapp, "kernel_manager", None)
+    if manager is None or behind_gateway(serverapp):
+        return []
+    groups = []
+    for kernel_id in list(manager.list_kernel_ids()):
+        with contextlib.suppress(Exception):  # gone meanwhile, or not a local process
+            provisioner = manager.get_kernel(kernel_id).provisioner
+            group = getattr(provisioner, "pgid", None) or getattr(provisioner, "pid", None)
+            if isinstance(group, int) and group > 1:
+                groups.append(group)
+    return groups
 
 
 async def is_alive(manager: Any) -> bool:
     """Whether the kernel still runs (False too when the gateway cannot be asked)."""
-    try:
-        alive = bool(await ensure_async(manager.is_alive()))
-    except Exception:
-        return False
-    if isinstance(manager, GatewayKernelManager):
-        # The gateway's manager answers True the first time its kernel is found gone (it
-        # forgets the kernel's model, and answers from the model from then on).
-        alive = alive and manager.has_kernel
-    return alive
+    return await not_alive(manager) is None
+
+
+def restarts_itself(manager: Any) -> bool:
+    """Whether a kernel that died comes back by itself while its manager says it is not
+    alive: a local kernel's restarter restarts it a few seconds later; a gateway restarts its
+    kernels out of sight, so one it reports not alive stays so."""
+    return not isinstance(manager, GatewayKernelManager)
 
 
 async def refresh(serverapp: Any) -> None:
@@ -115,7 +193,7 @@ async def refresh(serverapp: Any) -> None:
         try:
             await kernel_manager(serverapp).list_kernels()
         except Exception as e:
-            raise ToolError(f"The kernel gateway does not answer: {describe(e)}") from e
+            raise _not_listed(serverapp, e) from e
 
 
 async def state(manager: Any) -> str:
@@ -193,9 +271,16 @@ def connection_lost(client: Any) -> bool:
     return isinstance(client, GatewayKernelConnection) and client.lost
 
 
-async def client_alive(client: Any, manager: Any, pid: Any) -> bool:
-    """Whether the kernel a client connected to (``pid`` then) still runs, as the same process."""
-    if connection_lost(client) or process_id(manager) != pid:
+def connection_closed(client: Any) -> bool:
+    """Whether a gateway client's websocket closed (not a restart of its kernel: the kernel was
+    shut down at the gateway, or the gateway went away)."""
+    return isinstance(client, GatewayKernelConnection) and client.closed
+
+
+async def client_alive(client: Any, manager: Any, connected_to: tuple[Any, int]) -> bool:
+    """Whether the kernel a client connected to (its :func:`incarnation` then) still runs, as
+    the same process."""
+    if connection_lost(client) or incarnation(manager) != connected_to:
         return False
     return await is_alive(manager)
 
@@ -205,7 +290,7 @@ async def connected_client(
     serverapp: Any, kernel_id: str, *, timeout: float = READY_TIMEOUT
 ) -> AsyncIterator[Any]:
     """A client of the server's kernel ``kernel_id``, ready to execute; closed on exit."""
-    client = new_client(kernel_manager(serverapp).get_kernel(kernel_id))
+    client = new_client(kernel(serverapp, kernel_id))
     await connect(client, timeout=timeout)
     try:
         yield client

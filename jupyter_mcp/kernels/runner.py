@@ -301,14 +301,21 @@ class Execution:
                     store_history=step.cell_id is not None,
                 )
             except KernelDied:
+                closed = managers.connection_closed(kept.client)
                 self.clients.drop(self.kernel.kernel_id)
                 run.status, self.status = "died", "error"
                 where = f"cell {step.cell_id}" if step.cell_id else "the code"
-                self.error = (
-                    f"The kernel died (or was restarted) while running {where}; the outputs "
-                    "it sent are kept. The next run uses the restarted kernel, whose "
-                    "variables are gone"
-                )
+                if closed:
+                    self.error = (
+                        f"The connection to the kernel closed while running {where} (its "
+                        "gateway shut it down or went away); the outputs it sent are kept"
+                    )
+                else:
+                    self.error = (
+                        f"The kernel died (or was restarted) while running {where}; the "
+                        "outputs it sent are kept. The next run uses the restarted kernel, "
+                        "whose variables are gone"
+                    )
                 task = running_task.get()
                 if task is not None and task.task_id == self.id:
                     task.fail(self.error)  # the run answers, but its work did not get done

@@ -37,7 +37,7 @@ class NotebookKernel:
     def manager(self, ctx: ToolContext) -> Any:
         """The server's KernelManager of this kernel (raises when it is gone)."""
         try:
-            return managers.kernel_manager(ctx.serverapp).get_kernel(self.kernel_id)
+            return managers.kernel(ctx.serverapp, self.kernel_id)
         except KeyError:
             raise ToolError(f"The kernel of {self.api_path} is gone (it was shut down)") from None
 

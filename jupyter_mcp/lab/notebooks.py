@@ -153,7 +153,7 @@ async def kernel_of(ctx: ToolContext, path: Path) -> dict[str, Any] | None:
     if found is None:
         return None
     try:
-        manager = managers.kernel_manager(ctx.serverapp).get_kernel(found.kernel_id)
+        manager = managers.kernel(ctx.serverapp, found.kernel_id)
     except KeyError:
         return None
     return {

@@ -7,6 +7,10 @@ away as ``http.disconnect`` (which is how the SDK cancels a modern-era call).
 
 Clients that cannot take SSE (``Accept: application/json`` only) get the one JSON-RPC answer as
 ``application/json`` instead of a 406.
+
+Besides Jupyter's token and cookie, this endpoint takes the server's own OAuth access tokens
+(:mod:`jupyter_mcp.auth.identity`): a request with no credential at all is answered ``401`` with
+``WWW-Authenticate: Bearer resource_metadata=…``, where an MCP client starts the OAuth flow.
 """
 
 from __future__ import annotations
@@ -22,8 +26,11 @@ from jupyter_server.base.handlers import APIHandler
 from tornado import web
 from tornado.iostream import StreamClosedError
 
-from .base import MCPBaseHandler
-from .mcp import MCPSurface
+from ..auth.identity import OAuthAuthorizer, OAuthIdentity, oauth_bearer, principal_of, site_of
+from ..auth.provider import OAuthUnavailable, Site
+from ..auth.scopes import BASE
+from .base import MCPBaseHandler, not_authenticated_reason
+from .mcp import STOPPED_WHEN_LEFT, MCPSurface
 
 ASGIApp = Callable[[dict[str, Any], Callable[[], Awaitable[dict[str, Any]]], Any], Awaitable[None]]
 
@@ -188,6 +195,80 @@ class StreamableHTTPHandler(MCPBaseHandler):
     _disconnected: asyncio.Event | None = None
     # The legacy-session call this POST carries, stopped if its client leaves (see _serve).
     _call: tuple[MCPSurface, str, Any, Any] | None = None
+    _identity: OAuthIdentity | None = None
+
+    @property
+    def identity_provider(self) -> Any:
+        """Jupyter's, with the server's OAuth access tokens checked first (when OAuth is on)."""
+        oauth = self.ctx.services.oauth
+        inner = super().identity_provider
+        if oauth is None:
+            return inner
+        if self._identity is None or self._identity.inner is not inner:
+            self._identity = OAuthIdentity(inner, oauth, self._site)
+        return self._identity
+
+    @property
+    def authorizer(self) -> Any:
+        """Jupyter's, letting an OAuth principal use this endpoint (and nothing else)."""
+        inner = super().authorizer
+        return inner if self.ctx.services.oauth is None else OAuthAuthorizer(inner)
+
+    def check_xsrf_cookie(self) -> None:
+        """No XSRF check for an OAuth request (a bearer token, never a cookie), as for Jupyter's
+        own token requests; said here because JupyterHub replaces Jupyter's check with one
+        that knows only the hub's tokens."""
+        if principal_of(self) is None:
+            super().check_xsrf_cookie()
+
+    def _site(self, handler: Any) -> Site:
+        oauth = self.ctx.services.oauth
+        assert oauth is not None
+        return site_of(handler, oauth)
+
+    async def prepare(self, *args: Any, **kwargs: Any) -> None:
+        """As every tool route, except that a request without credentials gets the OAuth
+        challenge (401) rather than a bare 403."""
+        try:
+            await super().prepare(*args, **kwargs)
+        except web.HTTPError as e:
+            challenge = self._oauth_challenge(e)
+            if challenge is None:
+                raise
+            raise challenge from None
+
+    def _oauth_challenge(self, refusal: web.HTTPError) -> web.HTTPError | None:
+        """The 401 to answer instead of ``refusal``: when OAuth is on here and the request
+        brought no credential, or an OAuth token that is refused. None keeps ``refusal``
+        (a wrong Jupyter token, a foreign Host or Origin)."""
+        oauth = self.ctx.services.oauth
+        if oauth is None or refusal.status_code != 403 or principal_of(self) is not None:
+            return None
+        if getattr(self, "_jupyter_current_user", None) is not None or not self.check_host():
+            return None
+        authorization = self.request.headers.get("Authorization", "")
+        if authorization and not authorization.lower().startswith("bearer "):
+            return None
+        if self.get_query_argument("token", None) is not None:
+            return None
+        try:
+            site = self._site(self)
+        except OAuthUnavailable:
+            return None
+        metadata = f'resource_metadata="{site.resource_metadata_url}"'
+        if authorization:
+            reason = getattr(self, "oauth_refusal", None) or (
+                "The bearer token is not one this server accepts"
+                if oauth_bearer(self.request.headers) is None
+                else "The access token is not valid"
+            )
+            quoted = reason.replace("\\", "").replace('"', "'")  # a quoted-string of RFC 9110
+            self._www_authenticate = (
+                f'Bearer error="invalid_token", error_description="{quoted}", {metadata}'
+            )
+            return web.HTTPError(401, "Unauthorized: %s", reason)
+        self._www_authenticate = f'Bearer {metadata}, scope="{BASE}"'
+        return web.HTTPError(401, "%s", not_authenticated_reason(oauth=True))
 
     @property
     def surface(self) -> MCPSurface:
@@ -240,7 +321,7 @@ class StreamableHTTPHandler(MCPBaseHandler):
                 # (2026-07-28 requests have no session; the SDK answers those that stream
                 # nothing as JSON itself, and watches their connection to cancel them.)
                 app = functools.partial(surface.handle, json_answer=True)
-            if isinstance(message, dict) and message.get("method") == "tools/call":
+            if isinstance(message, dict) and message.get("method") in STOPPED_WHEN_LEFT:
                 # The SDK does not stop a legacy call whose client left: on_connection_close
                 # does (a callback, not a task per call watching the connection).
                 self._call = (surface, session_id, message.get("id"), owner)
@@ -292,17 +373,18 @@ def session_owner(handler: web.RequestHandler) -> Any:
 
     A request carrying the server's token acts for whoever holds the token (Jupyter gives such
     requests a fresh anonymous name each time when no cookie comes back); a cookie login acts
-    for its user. None when the server runs without auth.
+    for its user; an OAuth token for its grant. None when the server runs without auth.
     """
+    principal = principal_of(handler)
+    if principal is not None:
+        return principal  # one per OAuth grant
     provider = getattr(handler, "identity_provider", None)
     user = getattr(handler, "current_user", None)
     if provider is None or not getattr(provider, "auth_enabled", False) or user is None:
         return None
     if getattr(handler, "token_authenticated", False):
-        principal = "jupyter-token"
-    else:
-        principal = "user:" + (getattr(user, "username", None) or str(user))
-    return _principal(principal)
+        return _principal("jupyter-token")
+    return _principal("user:" + (getattr(user, "username", None) or str(user)))
 
 
 @functools.lru_cache(maxsize=1024)

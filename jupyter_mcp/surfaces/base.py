@@ -100,6 +100,9 @@ class MCPBaseHandler(MCPAppMixin, APIHandler):
             # Jupyter refuses a request that no credential authenticates with a bare 403:
             # say what the server wants (under JupyterHub, which token).
             reason = not_authenticated_reason()
+        challenge = getattr(self, "_www_authenticate", None)
+        if status_code == 401 and challenge:
+            self.set_header("WWW-Authenticate", challenge)
         self.set_header("Content-Type", "application/json; charset=UTF-8")
         self.finish(json.dumps(self.error_payload(reason)))
 
@@ -108,10 +111,18 @@ class MCPBaseHandler(MCPAppMixin, APIHandler):
         return {"status": None, "error": reason}
 
 
-def not_authenticated_reason(env: Mapping[str, str] | None = None) -> str:
-    """Why a request without an accepted credential is refused, and what to send instead."""
+def not_authenticated_reason(env: Mapping[str, str] | None = None, *, oauth: bool = False) -> str:
+    """Why a request without an accepted credential is refused, and what to send instead
+    (``oauth``: the answer is the OAuth challenge of the MCP endpoint)."""
     env = os.environ if env is None else env
-    reason = "Forbidden: no credential this server accepts; send 'Authorization: token <token>'"
+    if oauth:
+        reason = (
+            "Unauthorized: no credential; sign in with OAuth (this server is its own "
+            "authorization server: the WWW-Authenticate header says where), or send "
+            "'Authorization: token <token>'"
+        )
+    else:
+        reason = "Forbidden: no credential this server accepts; send 'Authorization: token <token>'"
     user = env.get("JUPYTERHUB_USER")
     if user and env.get("JUPYTERHUB_SERVICE_PREFIX"):
         # Inside a JupyterHub single-user server: only a hub token of its user gets in.

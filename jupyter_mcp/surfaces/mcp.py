@@ -18,13 +18,14 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import contextvars
 import json
 import logging
 import re
 import warnings
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, cast
 
 import anyio
@@ -37,6 +38,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
+from ..auth.scopes import Access
 from ..core.context import ToolContext, progress_reporter
 from ..core.errors import ToolError
 from ..core.registry import TOOLSETS_HEADER, CallResult, Registry, Tool, request_toolsets
@@ -68,6 +70,10 @@ text block gives its total length and the resultStart to call again with (result
 resultStart <= {window}).
 - The active editor is the document focused in JupyterLab; editor tools need an open window.
 - A tool failure comes back as an isError result whose text says what to fix."""
+
+#: Legacy requests that stop when their client leaves (see ``MCPSurface.cancel_call``): those
+#: that may wait long, a tool call and the wait for a task's result.
+STOPPED_WHEN_LEFT = frozenset({"tools/call", "tasks/result"})
 
 #: Tools per ``tools/list`` page; clients follow ``nextCursor`` for the rest.
 DEFAULT_PAGE_SIZE = 100
@@ -476,6 +482,7 @@ class MCPSurface:
             origin=self._call_origin,
             answer=self._answer_call,
             server_info=lambda: self.server.server_info_stamp,
+            stopped_when_left=self.stopped_when_left,
         )
         self.tasks.install(self.server)
         self.server.tasks_capability = self.tasks.legacy_capability()
@@ -490,6 +497,7 @@ class MCPSurface:
             json_response=True if json_response else cast(bool, _PerRequestJSON()),
             security_settings=security,
             max_request_body_size=max_body_bytes or ctx.settings.max_body_bytes,
+            session_idle_timeout=ctx.settings.session_idle_timeout,
         )
         self._task: asyncio.Task[None] | None = None
         self._ready: asyncio.Event | None = None
@@ -565,7 +573,8 @@ class MCPSurface:
             _json_answer.reset(token)
 
     def cancel_call(self, session_id: str, request_id: Any, owner: Any = None) -> None:
-        """Stop the call ``request_id`` of legacy session ``session_id`` (its client left).
+        """Stop the request ``request_id`` of legacy session ``session_id`` (its client left):
+        a call, or another of :data:`STOPPED_WHEN_LEFT`.
 
         ``owner`` is the principal of the request that left (see ``session_owner``): only a
         call made by the same one is stopped, as the SDK only serves a session to its opener.
@@ -616,7 +625,8 @@ class MCPSurface:
         self, rctx: Any, params: types.PaginatedRequestParams | None
     ) -> dict[str, Any]:
         offset = decode_cursor(params.cursor if params is not None else None)
-        visible = self.registry.visible(self.ctx, _toolsets(rctx))
+        toolsets, read_only = _narrowing(rctx)
+        visible = self.registry.visible(self.ctx, toolsets, read_only=read_only)
         if offset > len(visible):
             raise MCPError(types.INVALID_PARAMS, "Invalid cursor: past the end of the tool list")
         page = visible[offset : offset + self.page_size]
@@ -624,7 +634,11 @@ class MCPSurface:
         # In wire form, like call results (the SDK validates it on the way out): the envelope
         # (the caching fields of 2026-07-28 among them) from the SDK's model, the tools cached.
         answer = types.ListToolsResult(
-            tools=[], next_cursor=encode_cursor(following) if following < len(visible) else None
+            tools=[],
+            next_cursor=encode_cursor(following) if following < len(visible) else None,
+            # The list depends on who asks (an OAuth token's scopes, the chosen tool sets):
+            # never to be served from a cache shared with others.
+            cache_scope="private",
         ).model_dump(by_alias=True, mode="json", exclude_none=True)
         answer["tools"] = [self._wire_tool(t) for t in page]
         return answer
@@ -655,21 +669,13 @@ class MCPSurface:
         reporter_token = progress_reporter.set(progress.report if progress else None)
         sink_token = _call_log_sink.set(logs.record if logs else None)
         finished = False
-        # A legacy call whose client leaves is cancelled here (see cancel_call); a 2026-07-28
-        # one is cancelled by the SDK, which watches its connection.
-        session = _session_id(rctx)
-        key = None if session is None else (session, str(rctx.request_id))
         try:
-            with anyio.CancelScope() as scope:
-                if key is not None:
-                    self._calls[key] = (scope, _user(rctx))
+            with self.stopped_when_left(rctx) as scope:
                 answer = await self._answer_call(origin, name, dict(params.arguments or {}))
             if scope.cancelled_caught:
                 answer = error_result(f"{name} was stopped: the client went away")
             finished = True
         finally:
-            if key is not None:
-                self._calls.pop(key, None)
             progress_reporter.reset(reporter_token)
             _call_log_sink.reset(sink_token)
             for relay in (progress, logs):
@@ -679,6 +685,22 @@ class MCPSurface:
             if relay is not None:
                 await relay.close()
         return answer
+
+    @contextlib.contextmanager
+    def stopped_when_left(self, rctx: Any) -> Iterator[anyio.CancelScope]:
+        """A cancel scope around a legacy request that :meth:`cancel_call` cancels when its
+        client leaves (a 2026-07-28 request is cancelled by the SDK, which watches its
+        connection). For the requests of :data:`STOPPED_WHEN_LEFT`, which may wait long."""
+        session = _session_id(rctx)
+        key = None if session is None else (session, str(rctx.request_id))
+        with anyio.CancelScope() as scope:
+            if key is not None:
+                self._calls[key] = (scope, _user(rctx))
+            try:
+                yield scope
+            finally:
+                if key is not None:
+                    self._calls.pop(key, None)
 
     async def _answer_call(
         self, origin: CallOrigin, name: str, arguments: dict[str, Any]
@@ -693,6 +715,7 @@ class MCPSurface:
                 always_window=True,
                 toolsets=origin.toolsets,
                 caller=origin.caller,
+                read_only=origin.read_only,
             )
         except ToolError as e:  # the registry turns every failure, bugs too, into one
             return error_result(str(e))
@@ -704,10 +727,12 @@ class MCPSurface:
         user = _user(rctx)
         legacy = rctx.protocol_version not in MODERN_PROTOCOL_VERSIONS
         meta = rctx.meta or {}
+        toolsets, read_only = _narrowing(rctx)
         return CallOrigin(
             protocol_version=rctx.protocol_version,
             principal=_principal_id(user),
-            toolsets=_toolsets(rctx),
+            toolsets=toolsets,
+            read_only=read_only,
             # Who pages through result windows: one session of one user (none without one).
             caller=None if session is None else (session, str(getattr(user, "username", user))),
             progress_token=(
@@ -853,6 +878,18 @@ def _standalone_notifier(session: Any) -> Callable[[], _Relay]:
 def _user(rctx: Any) -> Any:
     """The SDK user of the HTTP request behind ``rctx`` (see ``session_owner``)."""
     return getattr(getattr(rctx, "request", None), "scope", {}).get("user")
+
+
+def _narrowing(rctx: Any) -> tuple[frozenset[str] | None, bool]:
+    """The tool sets a request may use and whether only read-only tools: the connection's
+    choice (:func:`_toolsets`), within what its OAuth token allows (its principal's access)."""
+    toolsets = _toolsets(rctx)
+    access = getattr(_user(rctx), "access", None)
+    if not isinstance(access, Access):
+        return toolsets, False
+    if access.toolsets is not None:
+        toolsets = access.toolsets if toolsets is None else toolsets & access.toolsets
+    return toolsets, access.read_only
 
 
 def _principal_id(user: Any) -> str | None:

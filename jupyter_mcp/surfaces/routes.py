@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..auth.handlers import oauth_handlers
 from ..core.context import ToolContext
 from ..core.registry import Registry
 from .asgi import StreamableHTTPHandler
@@ -21,13 +22,17 @@ TOOL_NAME = r"(?P<tool>[A-Za-z0-9_\-]{1,128})"
 def default_handlers(
     ctx: ToolContext, registry: Registry
 ) -> list[tuple[str, type[Any], dict[str, Any]]]:
-    """Routes of standard MCP, the JupyterLab socket and the seed and proxy REST surfaces.
+    """Routes of standard MCP, the JupyterLab socket, the seed and proxy REST surfaces and
+    (unless ``c.JupyterMCP.oauth = False``) the OAuth authorization server.
 
     Each handler is given its collaborators as ``initialize`` keyword arguments: the tool
     context (whose services hold the MCP surface and the editor link) and the registry.
     """
     shared: dict[str, Any] = {"ctx": ctx, "registry": registry}
-    return [
+    oauth = ctx.services.oauth
+    # The OAuth authorization server's routes, when it is on (auth/handlers.py).
+    routes = [] if oauth is None else oauth_handlers(oauth)
+    return routes + [
         # Standard MCP (Streamable HTTP) at exactly {base_url}mcp.
         (r"/mcp", StreamableHTTPHandler, shared),
         # Before the tool route, which would otherwise take "bridge" for a tool name.

@@ -17,7 +17,7 @@ the extension in the request's ``clientCapabilities`` answers inline when its wo
 inlines the ``result`` (or, for a protocol error, the ``error``); ``tasks/cancel`` and
 ``tasks/update`` acknowledge with an empty result; ``tasks/result`` and ``tasks/list`` are not
 methods of this era. ``failed`` is kept for protocol errors: a tool error is ``completed`` with
-its ``isError`` result. Over Streamable HTTP the ``Mcp-Name`` header must carry the ``taskId``.
+its ``isError`` result. Over Streamable HTTP an ``Mcp-Name`` header must carry the ``taskId``.
 
 Both eras: a task belongs to the principal of the request that started it (a token, a user),
 is found by its id from any session (or none) of that principal and is invisible to every
@@ -30,6 +30,7 @@ import asyncio
 import base64
 import json
 from collections.abc import Awaitable, Callable, Hashable, Mapping
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Protocol
@@ -42,7 +43,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
 from ..core.context import ToolContext, progress_reporter, running_task
-from ..core.registry import Registry
+from ..core.registry import Registry, Tool
 from .store import Task, TaskLimitError, TaskStore
 
 #: The 2026-07-28 extension's identifier.
@@ -57,8 +58,6 @@ INLINE_WAIT = 0.5
 POLL_INTERVAL_MS = 1000
 #: Tasks per ``tasks/list`` page.
 PAGE_SIZE = 100
-#: Methods whose ``Mcp-Name`` header carries the ``taskId`` (2026-07-28 Streamable HTTP).
-NAMED_BY_TASK_ID = frozenset({"tasks/get", "tasks/update", "tasks/cancel"})
 
 _MISSING_EXTENSION: dict[str, Any] = {"requiredCapabilities": {"extensions": {EXTENSION: {}}}}
 
@@ -81,8 +80,10 @@ class CallOrigin:
     protocol_version: str
     #: Who made the request; the task is theirs alone.
     principal: str | None
-    #: The tool sets the request's connection chose.
+    #: The tool sets the request's connection chose (within what its OAuth token allows).
     toolsets: frozenset[str] | None = None
+    #: Whether the connection may use read-only tools only (an OAuth grant's ``mcp:read``).
+    read_only: bool = False
     #: Who pages through result windows (a legacy session and user).
     caller: Hashable | None = None
     #: The request's progress token (2025-11-25: valid for the task's whole life).
@@ -120,6 +121,7 @@ class TaskProtocol:
         origin: Callable[[Any], CallOrigin],
         answer: Answer,
         server_info: Callable[[], dict[str, Any]],
+        stopped_when_left: Callable[[Any], AbstractContextManager[Any]],
     ) -> None:
         self.registry = registry
         self.ctx = ctx
@@ -127,6 +129,8 @@ class TaskProtocol:
         self._origin = origin
         self._answer = answer
         self._server_info = server_info
+        # A cancel scope that the surface cancels when a legacy request's client leaves.
+        self._stopped_when_left = stopped_when_left
         self._senders: dict[str, Sender] = {}
         self.store.observers.append(self._tell_status)
 
@@ -178,13 +182,17 @@ class TaskProtocol:
         params = rctx.params
         if not isinstance(params, Mapping) or not isinstance(params.get("name"), str):
             return await call_next(rctx)
-        tool = next((t for t in self.registry.all() if t.name == params["name"]), None)
-        if rctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
-            if tool is None or not tool.task_support or not _declares_extension(rctx.meta):
+        modern = rctx.protocol_version in MODERN_PROTOCOL_VERSIONS
+        # Most calls ask for no task: they pass on before any look-up.
+        if not (_declares_extension(rctx.meta) if modern else params.get("task") is not None):
+            return await call_next(rctx)
+        tool = self._tool(params["name"])
+        if modern:
+            if tool is None or not tool.task_support:
                 return await call_next(rctx)
             return await self._modern_call(rctx, params)
-        if params.get("task") is None or tool is None:
-            return await call_next(rctx)  # a plain call, or the plain call's "Unknown tool"
+        if tool is None:
+            return await call_next(rctx)  # the plain call's "Unknown tool"
         if not tool.task_support:
             raise MCPError(
                 types.METHOD_NOT_FOUND,
@@ -192,6 +200,9 @@ class TaskProtocol:
                 "call it without params.task",
             )
         return await self._legacy_call(rctx, params)
+
+    def _tool(self, name: str) -> Tool | None:
+        return next((t for t in self.registry.all() if t.name == name), None)
 
     def _validated(self, rctx: Any, params: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
         try:
@@ -319,13 +330,14 @@ class TaskProtocol:
                     _MISSING_EXTENSION,
                 )
             headers = getattr(getattr(rctx, "request", None), "headers", None)
-            if headers is not None and isinstance(task_id, str):
-                named = headers.get("mcp-name")
-                if named is None or decode_header_value(named) != task_id:
-                    raise MCPError(
-                        types.HEADER_MISMATCH,
-                        f"The Mcp-Name header of {method} must be the request's taskId",
-                    )
+            named = headers.get("mcp-name") if headers is not None else None
+            # A header that names another task is refused; none at all is let through, since
+            # real clients (FastMCP's tasks client, behind Pydantic AI) send none.
+            if named is not None and decode_header_value(named) != task_id:
+                raise MCPError(
+                    types.HEADER_MISMATCH,
+                    f"The Mcp-Name header of {method} must be the request's taskId",
+                )
         if not isinstance(task_id, str) or not task_id:
             raise MCPError(types.INVALID_PARAMS, f"{method} needs a taskId (a string)")
         task = self.store.get(task_id, self._origin(rctx).principal)
@@ -352,7 +364,11 @@ class TaskProtocol:
     async def _result(self, rctx: Any, params: _TaskParams) -> dict[str, Any]:
         self._not_in_era(rctx, "tasks/result", "legacy")
         task = self._find(rctx, params, "tasks/result")
-        await task.wait()
+        with self._stopped_when_left(rctx) as waiting:
+            await task.wait()
+        if waiting.cancelled_caught:
+            # Nobody reads this: the client left (the task goes on; it may ask again).
+            raise MCPError(types.INTERNAL_ERROR, "The client went away before the task ended")
         related = {RELATED_TASK: {"taskId": task.task_id}}
         if task.cancelled:
             return {
@@ -372,6 +388,8 @@ class TaskProtocol:
             raise MCPError(task.error["code"], task.error["message"], task.error.get("data"))
         assert task.result is not None
         answer = {k: v for k, v in task.result.items() if k != "resultType"}
+        if not isinstance(answer.get("structuredContent"), dict | None):
+            del answer["structuredContent"]  # an array, of a 2026-07-28 call: not in this era
         answer["_meta"] = {**(answer.get("_meta") or {}), **related}
         return answer
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import secrets
 import time
@@ -32,8 +33,10 @@ TERMINAL: frozenset[str] = frozenset({"completed", "failed", "cancelled"})
 
 #: Tasks of one principal that may run at once; more are refused until some end.
 MAX_RUNNING = 64
-#: Tasks of one principal kept in all; beyond it the oldest ended ones are dropped first.
+#: Tasks of one principal kept in all, and the characters of their results (pictures
+#: included); beyond either the oldest ended ones are dropped first.
 MAX_KEPT = 1000
+MAX_KEPT_CHARS = 256 * 1024 * 1024
 #: Seconds ``cancel`` waits for the work to stop (the kernel interrupted, the process group
 #: killed) before answering.
 CANCEL_GRACE = 15.0
@@ -74,6 +77,8 @@ class Task:
     announced: bool = False
     #: Anything the protocol layer keeps with the task (the era and session it came from).
     origin: Any = None
+    #: How many characters its kept result takes (its JSON), once it ended.
+    size: int = 0
     _done: asyncio.Event = field(default_factory=asyncio.Event, repr=False)
     _work: asyncio.Task[None] | None = field(default=None, repr=False)
     _store: TaskStore | None = field(default=None, repr=False)
@@ -206,8 +211,8 @@ class TaskStore:
             _store=self,
         )
         self._tasks[task.task_id] = task
-        self._limit(principal)
         task._work = self.loop.create_task(self._run(task, work), name=f"jupyter_mcp task {tool}")
+        log.info("jupyter_mcp: task %s started: %s for %s", task.task_id, tool, principal)
         return task
 
     async def _run(self, task: Task, work: Callable[[Task], Awaitable[dict[str, Any]]]) -> None:
@@ -249,7 +254,12 @@ class TaskStore:
             task.result, task.error = result, error
             task.message = _ending(task, now)
         task._done.set()
+        log.info("jupyter_mcp: task %s ended %s: %s", task.task_id, task.state, task.message)
         self.tell(task, "ended")
+        # Nothing reads the arguments of a task that ended (its activity entry has them).
+        task.arguments = {}
+        task.size = len(json.dumps(task.result or task.error or {}, default=str))
+        self._limit(task.principal)
         self._sweep_at(task.ttl + 0.1)
 
     def _sweep_at(self, delay: float) -> None:
@@ -291,14 +301,15 @@ class TaskStore:
             del self._tasks[task_id]
 
     def _limit(self, principal: str | None) -> None:
+        """Drop the oldest ended tasks of ``principal`` while it keeps more than it may."""
         mine = list(self._mine(principal))
-        excess = len(mine) - MAX_KEPT
+        count, chars = len(mine), sum(t.size for t in mine)
         for task in mine:
-            if excess <= 0:
+            if count <= MAX_KEPT and chars <= MAX_KEPT_CHARS:
                 break
             if task.ended is not None:
                 del self._tasks[task.task_id]
-                excess -= 1
+                count, chars = count - 1, chars - task.size
 
     def forget(self, task: Task) -> None:
         """Drop a task that its requestor was never given (its call answered inline)."""
@@ -362,5 +373,5 @@ def _ending(task: Task, now: float) -> str:
             "",
         )
         return f"Failed {took}: {first}"[:1000]
-    last = f": {task.message}" if task.message else ""
+    last = f"; last progress: {task.message}" if task.message else ""
     return f"Completed {took}{last}"[:1000]

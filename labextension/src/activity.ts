@@ -1,10 +1,13 @@
 /**
  * Visibility: a status-bar item (agent connected, last call) and a panel of recent calls.
  */
+import { ServerConnection } from '@jupyterlab/services';
 import { LabIcon } from '@jupyterlab/ui-components';
+import { Message } from '@lumino/messaging';
 import { Widget } from '@lumino/widgets';
 
 import { LabSocket } from './connection';
+import { GrantsSection } from './grants';
 import { IActivityRecord } from './protocol';
 
 /**
@@ -15,6 +18,10 @@ const AGENT_RECENT_MS = 5 * 60 * 1000;
  * Rows kept in the activity panel.
  */
 const MAX_ROWS = 200;
+/**
+ * How often the list of OAuth grants is asked for again while the panel is shown.
+ */
+const GRANTS_REFRESH_MS = 15000;
 
 const ICON_SVG = `<svg xmlns="http://www.w3.org/2000/svg" width="16" height="16" viewBox="0 0 16 16">
   <g class="jp-icon3" fill="#616161">
@@ -79,13 +86,14 @@ export class MCPStatus extends Widget {
 }
 
 /**
- * The activity panel: recent tool calls, newest first. A call that runs for a while shows as
- * running (with its time so far) until its outcome replaces the entry. A call that runs as an
- * MCP task shows its task (id, what runs now) from the moment the client is given the task,
- * long after the request that started it was answered, until the task ends.
+ * The activity panel: the clients allowed with OAuth, then recent tool calls, newest first. A
+ * call that runs for a while shows as running (with its time so far) until its outcome
+ * replaces the entry. A call that runs as an MCP task shows its task (id, what runs now) from
+ * the moment the client is given the task, long after the request that started it was
+ * answered, until the task ends.
  */
 export class ActivityPanel extends Widget {
-  constructor(connection: LabSocket) {
+  constructor(connection: LabSocket, settings: ServerConnection.ISettings) {
     super();
     this.id = 'jupyter-mcp-activity';
     this.addClass('jp-MCP-activity');
@@ -99,10 +107,42 @@ export class ActivityPanel extends Widget {
     this._empty.textContent = 'No tool calls yet.';
     this._list = document.createElement('ul');
     this._list.className = 'jp-MCP-activity-list';
-    this.node.append(header, this._empty, this._list);
-    connection.activity.connect((_, record) => this.add(record));
+    this._grants = new GrantsSection(settings);
+    this.node.append(this._grants.node, header, this._empty, this._list);
+    connection.activity.connect((_, record) => {
+      this.add(record);
+      this._refreshGrantsSoon();
+    });
     connection.welcomed.connect((_, records) => this._resync(records));
     this._timer = window.setInterval(() => this._tick(), 1000);
+  }
+
+  /**
+   * A call may come from a client allowed a moment ago, and changes when one was last used:
+   * ask for the grants again shortly (once for a burst of calls) while the panel is shown.
+   */
+  private _refreshGrantsSoon(): void {
+    if (!this.isVisible || this._grantsSoon) {
+      return;
+    }
+    this._grantsSoon = window.setTimeout(() => {
+      this._grantsSoon = 0;
+      void this._grants.refresh();
+    }, 1000);
+  }
+
+  protected onAfterShow(msg: Message): void {
+    super.onAfterShow(msg);
+    void this._grants.refresh();
+    this._grantsTimer = window.setInterval(
+      () => void this._grants.refresh(),
+      GRANTS_REFRESH_MS
+    );
+  }
+
+  protected onAfterHide(msg: Message): void {
+    super.onAfterHide(msg);
+    window.clearInterval(this._grantsTimer);
   }
 
   /**
@@ -131,6 +171,7 @@ export class ActivityPanel extends Widget {
 
   dispose(): void {
     window.clearInterval(this._timer);
+    window.clearInterval(this._grantsTimer);
     super.dispose();
   }
 
@@ -171,6 +212,9 @@ export class ActivityPanel extends Widget {
   private _empty: HTMLParagraphElement;
   private _running = new Map<string, HTMLLIElement>();
   private _timer: number;
+  private _grants: GrantsSection;
+  private _grantsTimer = 0;
+  private _grantsSoon = 0;
 }
 
 /**

@@ -3,7 +3,8 @@
  *
  * One plugin keeps this window linked to the server (`connection.ts`), reports and edits the
  * active editor (`editor.ts`), lists and runs commands (`actions.ts`), asks for approvals
- * (`dialogs.ts`) and shows what agents do (`activity.ts`) and mirrors breakpoints in the debugger (`breakpoints.ts`).
+ * (`dialogs.ts`), shows what agents do and which clients are allowed with OAuth (`activity.ts`,
+ * `grants.ts`) and mirrors breakpoints in the debugger (`breakpoints.ts`).
  */
 import {
   ILabShell,
@@ -62,7 +63,10 @@ const plugin: JupyterFrontEndPlugin<void> = {
       new BreakpointSync(connection, debuggerService, notebooks);
     }
 
-    const panel = new ActivityPanel(connection);
+    const panel = new ActivityPanel(
+      connection,
+      app.serviceManager.serverSettings
+    );
     if (labShell) {
       labShell.add(panel, 'right', { rank: 900 });
     }

@@ -67,3 +67,15 @@ def test_an_unknown_toolset_is_refused_with_the_known_ones(capsys):
     err = capsys.readouterr().err
     assert status == 2
     assert "jupyter-mcp-ide: Unknown tool set 'nope' in toolsets; the tool sets are files," in err
+
+
+def test_config_prints_the_remote_connector_url(capsys, tmp_path):
+    assert main(["config", "--url", "http://127.0.0.1:8888/", "--root", str(tmp_path)]) == 0
+    local = capsys.readouterr().out
+    assert main(["config", "--url", "https://hub.example.org/user/alice/", "--token", "T"]) == 0
+    remote = capsys.readouterr().out
+
+    line = "Remote connector URL (clients that sign in with OAuth, no token): "
+    assert f"{line}http://127.0.0.1:8888/mcp\n  reachable from this machine only" in local
+    assert "https://<its public name>/mcp" in local
+    assert f"{line}https://hub.example.org/user/alice/mcp\nTool sets:" in remote

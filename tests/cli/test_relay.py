@@ -376,7 +376,7 @@ async def test_relay_passes_tasks_through_both_eras_and_a_server_restart(
         await relay.close()
     ext = TasksExtension()
     async with Client(
-        stdio_client_for(relay_params(), errlog), mode="auto", extensions=[ext]
+        stdio_client_for(relay_params(), errlog), mode="2026-07-28", extensions=[ext]
     ) as client:
         modern = await client.call_tool("wait", {"milliseconds": 2500})
 

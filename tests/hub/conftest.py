@@ -13,17 +13,8 @@ import time
 from collections.abc import Iterator
 
 import pytest
-from hub_server import (
-    USERS,
-    Hub,
-    _config,
-    _quiet_lab,
-    _stop,
-    configurable_http_proxy,
-    free_port,
-    request,
-    wait_for,
-)
+from hub_server import USERS, Hub, _config, _quiet_lab, configurable_http_proxy
+from local_servers import free_port, request, stop_process, wait_for
 
 
 @pytest.fixture(scope="module")
@@ -40,11 +31,16 @@ def hub(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Hub]:
     state.mkdir()
     for user in USERS:
         _quiet_lab(homes / user)
-    # The admin makes bob's server read-only (alice's has no policy).
+    # The admin makes bob's server read-only. alice's fetches OAuth client metadata from
+    # loopback over http, where the OAuth tests publish their client's document.
     policies = base / "policies"
     (policies / "bob").mkdir(parents=True)
     (policies / "bob" / "jupyter_server_config.json").write_text(
         json.dumps({"JupyterMCP": {"read_only": True}})
+    )
+    (policies / "alice").mkdir(parents=True)
+    (policies / "alice" / "jupyter_server_config.json").write_text(
+        json.dumps({"JupyterMCP": {"oauth_allow_insecure_client_metadata": True}})
     )
     ports = {name: free_port() for name in ("public", "hub", "proxy_api")}
     admin_token = secrets.token_hex(16)
@@ -85,5 +81,5 @@ def hub(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Hub]:
         print(f"\nJupyterHub and two servers up in {time.monotonic() - started:.1f} s")
         yield hub
     finally:
-        _stop(process)
+        stop_process(process)
         log.close()

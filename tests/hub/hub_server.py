@@ -15,19 +15,13 @@ through the hub's REST API, the way an admin or a user's token page would.
 from __future__ import annotations
 
 import json
-import os
-import signal
-import socket
 import subprocess
 import sys
-import time
-import urllib.error
-import urllib.request
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from local_servers import Response, request, wait_for
 from npm_tools import BIN, npm_tools
 
 REPO = Path(__file__).resolve().parents[2]
@@ -43,66 +37,6 @@ def configurable_http_proxy() -> Path:
     npm_tools("the JupyterHub tests need configurable-http-proxy")
     assert PROXY.exists(), f"npm install did not provide {PROXY}"
     return PROXY
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def wait_for(condition: Callable[[], Any], timeout: float, what: str) -> Any:
-    """Poll ``condition`` until it returns something truthy."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = condition()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
-        time.sleep(0.2)
-
-
-@dataclass
-class Response:
-    status: int
-    body: bytes
-    headers: dict[str, str]
-
-    def json(self) -> Any:
-        return json.loads(self.body)
-
-
-def request(
-    url: str,
-    *,
-    method: str = "GET",
-    token: str | None = None,
-    body: Any = None,
-    headers: dict[str, str] | None = None,
-    timeout: float = 60,
-) -> Response:
-    """One HTTP request without following redirects: status, body and headers, never raising."""
-    sent = dict(headers or {})
-    if token:
-        sent["Authorization"] = f"token {token}"
-    data = None
-    if body is not None:
-        data = body if isinstance(body, bytes) else json.dumps(body).encode()
-        sent.setdefault("Content-Type", "application/json")
-
-    class NoRedirect(urllib.request.HTTPRedirectHandler):
-        def redirect_request(self, *args: Any, **kwargs: Any) -> None:
-            return None
-
-    opener = urllib.request.build_opener(NoRedirect)
-    try:
-        with opener.open(
-            urllib.request.Request(url, data=data, headers=sent, method=method), timeout=timeout
-        ) as answer:
-            return Response(answer.status, answer.read(), dict(answer.headers))
-    except urllib.error.HTTPError as e:
-        return Response(e.code, e.read(), dict(e.headers))
 
 
 @dataclass
@@ -236,42 +170,6 @@ def _config(
         "}",
     ]
     return "\n".join(lines) + "\n"
-
-
-def _children(pid: int) -> list[int]:
-    """Every descendant process of ``pid`` (from /proc), deepest last."""
-    parents: dict[int, list[int]] = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        ppid = int(stat.rsplit(")", 1)[1].split()[1])
-        parents.setdefault(ppid, []).append(int(entry.name))
-    found, queue = [], [pid]
-    while queue:
-        for child in parents.get(queue.pop(), []):
-            found.append(child)
-            queue.append(child)
-    return found
-
-
-def _stop(process: subprocess.Popen[bytes]) -> None:
-    """Stop the hub (which stops the proxy and the servers it spawned), then any straggler."""
-    descendants = _children(process.pid)
-    process.send_signal(signal.SIGTERM)
-    try:
-        process.wait(timeout=60)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait()
-    for pid in descendants:
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
 
 
 def _quiet_lab(home: Path) -> None:

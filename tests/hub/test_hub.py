@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx2
+import hub_server
 import pytest
 from hub_server import PASSWORD, Hub, request, wait_for
 from mcp import Client, StdioServerParameters
@@ -190,7 +191,12 @@ async def test_no_token_is_refused(hub: Hub) -> None:
         "wrong token": request(f"{base}mcp/list_tools", token="not-a-hub-token"),
     }
 
-    assert {name: answer.status for name, answer in answers.items()} == dict.fromkeys(answers, 403)
+    statuses = {name: answer.status for name, answer in answers.items()}
+    # /mcp answers a request with no credential with the OAuth challenge, under the prefix.
+    assert statuses == {**dict.fromkeys(answers, 403), "mcp": 401}
+    assert {k.lower(): v for k, v in answers["mcp"].headers.items()}["www-authenticate"] == (
+        f'Bearer resource_metadata="{base}.well-known/oauth-protected-resource/mcp", scope="mcp"'
+    )
     # A cookie-less POST fails the XSRF check before auth even runs: refused all the same.
     assert answers["seed"].json()["status"] is None and answers["seed"].json()["error"]
     assert answers["mcp"].json()["error"]["code"] == -32600
@@ -327,6 +333,82 @@ def test_config_inside_alices_server_explains_the_hub_token(hub: Hub) -> None:
     assert f"stdio --url {hub.url}user/alice/" in out
 
 
+# --- OAuth: remote clients sign in through the hub ------------------------------------------
+
+
+class HubUser:
+    """alice at a browser: logs in at the hub's form when asked, allows on the consent page."""
+
+    def __init__(self, page: Any) -> None:
+        self.page = page
+        self.pages: list[str] = []
+
+    async def open(self, authorize_url: str) -> None:
+        page = self.page
+        await page.goto(authorize_url)
+        if "/hub/login" in page.url:
+            self.pages.append(page.url)
+            await page.fill("#username_input", "alice")
+            await page.fill("#password_input", PASSWORD)
+            await page.click("#login_submit")
+        await page.wait_for_selector("#allow", timeout=90000)
+        self.pages.append(await page.inner_text("main"))
+        ARTIFACTS.mkdir(exist_ok=True)
+        await page.screenshot(path=str(ARTIFACTS / "hub-oauth-consent.png"))
+        await page.click("#allow")
+        await page.wait_for_url("**/callback?**", timeout=90000)
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("registration", ["metadata document", "dynamic"])
+async def test_an_oauth_client_signs_in_through_the_hub_and_uses_alices_tools(
+    hub: Hub, registration: str
+) -> None:
+    from oauth_client import ClientSite, MemoryTokens, chromium_page, sdk_oauth
+
+    home = hub.home("alice")
+    (home / "oauth-notes.md").write_text("alice's notes for the connector\n")
+    url = f"{hub.server_url('alice')}mcp"
+    site = ClientSite()
+    storage = MemoryTokens()
+    try:
+        async with chromium_page() as page:
+            alice = HubUser(page)
+            document = site.publish() if registration == "metadata document" else None
+            provider = sdk_oauth(url, site, alice.open, metadata_document=document, storage=storage)
+            async with httpx2.AsyncClient(auth=provider, timeout=90) as http:
+                transport = streamable_http_client(url, http_client=http)
+                async with Client(transport, mode="auto") as client:
+                    read = await client.call_tool(
+                        "get_file_text_by_path", {"pathInProject": "oauth-notes.md"}
+                    )
+    finally:
+        site.close()
+    assert storage.tokens is not None
+    bearer = storage.tokens.access_token
+    contents = request(
+        f"{hub.server_url('alice')}api/contents",
+        headers={"Authorization": f"Bearer {bearer}"},
+    )
+    at_bob = request(
+        f"{hub.server_url('bob')}mcp",
+        method="POST",
+        body={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+        headers={"Authorization": f"Bearer {bearer}", "Accept": "application/json"},
+    )
+
+    login, consent = alice.pages
+    assert f"{hub.url}hub/login" in login  # the hub's own login, through its OAuth
+    assert "Test Connector wants to use the tools of this Jupyter server" in consent
+    assert f"{url}, as alice" in consent
+    assert read.is_error is False and "notes for the connector" in read.content[0].text
+    # The token is good for alice's /mcp and nothing else of hers, or of anyone's.
+    assert contents.status == 403
+    assert at_bob.status == 401
+    challenge = {k.lower(): v for k, v in at_bob.headers.items()}["www-authenticate"]
+    assert "unknown here, or was revoked" in challenge
+
+
 # --- the JupyterLab window link -------------------------------------------------------------
 
 
@@ -422,6 +504,18 @@ def in_thread(coroutine: Any) -> Any:
         return pool.submit(asyncio.run, coroutine).result()
 
 
+async def oauth_access_token(hub: Hub) -> str:
+    """An OAuth access token of alice's server (the consent answered with her hub token)."""
+    from oauth_client import ClientSite, grant_by_hand
+
+    site = ClientSite()
+    try:
+        tokens = await grant_by_hand(hub.server_url("alice"), hub.tokens["alice"], site)
+    finally:
+        site.close()
+    return str(tokens["access_token"])
+
+
 def test_clients_reconnect_after_the_hub_restarts_alices_server(
     hub: Hub, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
@@ -467,11 +561,24 @@ def test_clients_reconnect_after_the_hub_restarts_alices_server(
                 )
         return answers
 
+    oauth_token = in_thread(oauth_access_token(hub))  # a grant made before the restart
     bridged = in_thread(bridges_across_restart())
     after = hub.user_model("alice")["servers"][""]["url"]
     fresh = in_thread(fresh_clients())
+    with_grant = hub_server.request(
+        url,
+        method="POST",
+        body={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+        headers={
+            "Authorization": f"Bearer {oauth_token}",
+            "Accept": "application/json",
+            "MCP-Protocol-Version": "2025-11-25",
+        },
+    )
 
     assert before == after == "/user/alice/"
+    # The respawned server (a new port) is the same server for its grants: /user/alice/.
+    assert with_grant.status != 401, with_grant
     for mode in MODES:
         assert [r.is_error for r in bridged[mode]] == [False, False], bridged[mode]
         assert all("after the restart" in r.content[0].text for r in bridged[mode])

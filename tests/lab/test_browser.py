@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import httpx2
 import nbformat
 import pytest
 from server_configs import COLLABORATION_EXTENSIONS
@@ -207,6 +208,7 @@ def _run_lab(base: Path, *, collaboration: bool = False) -> Iterator[Lab]:
         f"--LabApp.user_settings_dir={base / 'settings'}",
         "--JupyterMCP.approval_timeout=30",
         f"--JupyterMCP.breakpoints_file={base / 'breakpoints.json'}",
+        f"--JupyterMCP.oauth_file={base / 'oauth.json'}",
     ]
     if collaboration:
         command += [
@@ -1023,6 +1025,71 @@ def test_the_most_recently_used_window_is_the_editor(lab: Lab, page: Any) -> Non
     finally:
         other.close()
     wait_for(lambda: editor_text(lab) == "first = 1\n", what="one window left")
+
+
+async def _oauth_grant(lab: Lab) -> str:
+    """A client registers itself, the user allows it (the consent page answered with the
+    token), the client gets its access token and uses it once: that token."""
+    from oauth_client import ClientSite, grant_by_hand
+
+    site = ClientSite()
+    try:
+        tokens = await grant_by_hand(
+            lab.url, TOKEN, site, client_name="Panel Test Connector", scope="mcp mcp:read"
+        )
+        access = str(tokens["access_token"])
+        async with httpx2.AsyncClient(timeout=60) as http:
+            used = await _mcp_tools_list(http, lab, access)
+        assert used.status_code == 200, used.text
+        return access
+    finally:
+        site.close()
+
+
+async def _mcp_tools_list(http: Any, lab: Lab, access_token: str) -> Any:
+    return await http.post(
+        f"{lab.url}mcp",
+        json={
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {},
+                "clientInfo": {"name": "panel-test", "version": "0"},
+            },
+        },
+        headers={"Authorization": f"Bearer {access_token}", "Accept": "application/json"},
+    )
+
+
+def test_the_activity_panel_lists_oauth_clients_and_revokes_them(lab: Lab, page: Any) -> None:
+    with ThreadPoolExecutor(1) as pool:
+        access = pool.submit(asyncio.run, _oauth_grant(lab)).result()
+    panel = show_activity(page)
+    # A call (the panel asks for the grants again after calls, and when it is shown).
+    write(lab, "oauth/o.py", "o\n")
+    lab.ok("get_file_text_by_path", pathInProject="oauth/o.py")
+    grant = panel.locator(".jp-MCP-grant", has_text="Panel Test Connector")
+    wait_for(lambda: grant.count() == 1, timeout=30, what="the grant in the activity panel")
+    shown = grant.inner_text()
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "activity-oauth-clients.png"))
+
+    grant.locator(".jp-MCP-grant-revoke").click()
+    wait_for(lambda: grant.count() == 0, timeout=30, what="the grant to go")
+
+    async def after() -> Any:
+        async with httpx2.AsyncClient(timeout=60) as http:
+            return await _mcp_tools_list(http, lab, access)
+
+    with ThreadPoolExecutor(1) as pool:
+        refused = pool.submit(asyncio.run, after()).result()
+    assert "registered itself" in shown
+    assert "may use read-only tools of every tool set (mcp mcp:read)" in shown
+    assert "last used" in shown and "last used never" not in shown
+    assert refused.status_code == 401
+    assert "revoked" in refused.headers["WWW-Authenticate"]
 
 
 # -- last: the server restarts -----------------------------------------------------------------

@@ -662,6 +662,8 @@ async def test_plugin_tools_on_standard_mcp(
     if mode == "legacy":
         assert long_job is not None and long_job.task_support == "optional"
     assert by_name["example_notes__find_notes"].execution is None
+    if mode == "legacy":
+        assert by_name["example_notes__wait"].execution.task_support == "optional"
     assert found.is_error is False and found.content[0].text == "[]"
     assert failed.is_error is True
     assert failed.content[0].text == "Plugin example.notes failed in fail: no luck"

@@ -411,7 +411,9 @@ async def test_missing_or_wrong_token_is_refused(mcp_url):
     headers = {"Content-Type": "application/json", "Accept": "application/json"}
     missing = await post(mcp_url, INITIALIZE, headers)
     wrong = await post(mcp_url, INITIALIZE, {**headers, "Authorization": "token wrong"})
-    assert missing.status_code == 403
+    # No credential at all: the OAuth challenge (tests/auth); a wrong one: refused.
+    assert missing.status_code == 401
+    assert missing.headers["WWW-Authenticate"].startswith("Bearer resource_metadata=")
     assert wrong.status_code == 403
     assert missing.json()["error"]["message"]
 

@@ -106,6 +106,17 @@ async def test_limits_on_running_and_kept_tasks(monkeypatch: pytest.MonkeyPatch)
     await asyncio.gather(*(t.wait() for t in later))
     # At most three kept: the oldest ended one went first.
     assert [t.task_id for t in store.list("p")] == [t.task_id for t in [running[1], *later]]
+    # And at most so many characters of results: a large one pushes the oldest out.
+    monkeypatch.setattr(store_module, "MAX_KEPT", 100)
+    monkeypatch.setattr(store_module, "MAX_KEPT_CHARS", 4100)
+    before = [t.task_id for t in store.list("p")]
+    big = {"content": [{"type": "text", "text": "x" * 4000}], "isError": False}
+    large = store.start("p", "tool", {}, 60, answering(big))
+    await large.wait()
+    kept = store.list("p")
+    assert large.size > 4000 and large.arguments == {}
+    assert sum(t.size for t in kept) <= 4100 and kept[-1] is large
+    assert len(kept) < 4 and [t.task_id for t in kept[:-1]] == before[len(before) - len(kept) + 1 :]
 
 
 async def test_cancelling_stops_the_work_and_the_task_stays_cancelled() -> None:
@@ -154,4 +165,4 @@ async def test_observers_hear_each_change_and_messages_come_from_any_thread() ->
 
     assert [event for event, _ in heard] == ["announced", "progress", "ended"]
     assert heard[1] == ("progress", "from a worker thread")
-    assert heard[2][1] and heard[2][1].endswith(": from a worker thread")
+    assert heard[2][1] and heard[2][1].endswith("; last progress: from a worker thread")

@@ -69,7 +69,11 @@ def connect(
 
     @asynccontextmanager
     async def _connect() -> AsyncIterator[Client]:
-        async with httpx2.AsyncClient(headers={"Authorization": f"token {token}"}) as http:
+        # As MCP clients do, a tool call may take minutes before it answers (httpx's own
+        # default gives up on a silent answer after 5 s).
+        timeout = httpx2.Timeout(30.0, read=300.0)
+        headers = {"Authorization": f"token {token}"}
+        async with httpx2.AsyncClient(headers=headers, timeout=timeout) as http:
             async with Client(
                 streamable_http_client(url, http_client=http), mode="legacy"
             ) as client:

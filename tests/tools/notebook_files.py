@@ -1,15 +1,17 @@
-"""Helpers of the notebook and kernel tool tests: a picture, and waiting for a notebook file to
-reach a state (a shared document saves it shortly after each change; a file-backed one has it
-at once)."""
+"""Helpers of the notebook and kernel tool tests: a picture, a tool's answer over MCP, and
+waiting for a notebook file to reach a state (a shared document saves it shortly after each
+change; a file-backed one has it at once)."""
 
 from __future__ import annotations
 
 import asyncio
 import base64
+import json
 from pathlib import Path
 from typing import Any
 
 import nbformat
+from mcp import Client
 
 #: A 1x1 PNG, base64 as notebooks keep it.
 PNG = base64.b64encode(
@@ -33,3 +35,15 @@ async def on_disk(path: Path, check: Any, timeout: float = 20.0) -> Any:
         if asyncio.get_running_loop().time() > deadline:
             raise AssertionError(f"{path.name} never reached the state wanted")
         await asyncio.sleep(0.05)
+
+
+async def answer_of(client: Client, tool: str, **arguments: Any) -> Any:
+    """What ``tool`` answers over MCP, as JSON (a tool that answers a sentence: the text);
+    a tool error fails the test."""
+    result = await client.call_tool(tool, arguments)
+    assert not result.is_error, result.content[0].text
+    text = result.content[0].text
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text

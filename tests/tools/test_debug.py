@@ -3,13 +3,12 @@ wrong value by stopping in the function it calls and reading the locals, then fi
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import nbformat
 import pytest
-from mcp import Client
+from notebook_files import answer_of
 
 from jupyter_mcp.documents.notebook_view import cell_marker_lines, notebook_view
 
@@ -22,16 +21,6 @@ AVERAGE = (
     "        total += v\n"
     "    return total / (len(values) + 1)\n"
 )
-
-
-async def _call(client: Client, tool: str, **arguments: Any) -> Any:
-    result = await client.call_tool(tool, arguments)
-    assert not result.is_error, result.content[0].text
-    text = result.content[0].text
-    try:
-        return json.loads(text)
-    except ValueError:
-        return text
 
 
 async def test_an_agent_finds_why_a_cell_returns_a_wrong_value(
@@ -50,7 +39,7 @@ async def test_an_agent_finds_why_a_cell_returns_a_wrong_value(
     ]
     nbformat.write(nb, jp_root_dir / "stats.ipynb")
     async with connect() as client:
-        answer = await _call(
+        answer = await answer_of(
             client, "execute_notebook_cells", pathInProject="stats.ipynb", cellIds=["define", "use"]
         )
         assert answer["cells"][1]["outputs"][0]["text"] == "3.0"  # wrong
@@ -63,14 +52,16 @@ async def test_an_agent_finds_why_a_cell_returns_a_wrong_value(
         line = markers[0] + 5
         assert view.splitlines()[line - 1].strip().startswith("return total")
         assert (
-            await _call(
+            await answer_of(
                 client, "toggle_debugger_breakpoint", pathInProject="stats.ipynb", line=line
             )
             == "Breakpoint added"
         )
-        started = await _call(client, "debug_session", action="start", pathInProject="stats.ipynb")
+        started = await answer_of(
+            client, "debug_session", action="start", pathInProject="stats.ipynb"
+        )
         assert started["breakpoints"][0]["verified"] is True
-        stopped = await _call(
+        stopped = await answer_of(
             client, "debug_session", action="run_cell", pathInProject="stats.ipynb", cellId="use"
         )
 
@@ -78,12 +69,12 @@ async def test_an_agent_finds_why_a_cell_returns_a_wrong_value(
         assert stopped["state"] == "stopped"
         assert stopped["where"]["cellId"] == "define" and stopped["where"]["function"] == "average"
         assert stopped["where"]["viewLine"] == line
-        found = await _call(
+        found = await answer_of(
             client, "debug_session", action="variables", pathInProject="stats.ipynb"
         )
         values = {v["name"]: v["value"] for v in found["variables"]}
         assert values["total"] == "12" and values["values"] == "[2, 4, 6]"
-        divisor = await _call(
+        divisor = await answer_of(
             client,
             "debug_session",
             action="evaluate",
@@ -93,12 +84,14 @@ async def test_an_agent_finds_why_a_cell_returns_a_wrong_value(
         assert divisor["result"] == "4"  # one too many
 
         # The agent lets the cell finish and ends the session …
-        done = await _call(client, "debug_session", action="continue", pathInProject="stats.ipynb")
+        done = await answer_of(
+            client, "debug_session", action="continue", pathInProject="stats.ipynb"
+        )
         assert done["state"] == "finished" and done["outputs"][0]["text"] == "3.0"
-        ended = await _call(client, "debug_session", action="stop", pathInProject="stats.ipynb")
+        ended = await answer_of(client, "debug_session", action="stop", pathInProject="stats.ipynb")
         assert ended["session"] == "ended"
         # … fixes the function and runs both cells again
-        await _call(
+        await answer_of(
             client,
             "edit_notebook_cell",
             pathInProject="stats.ipynb",
@@ -106,7 +99,7 @@ async def test_an_agent_finds_why_a_cell_returns_a_wrong_value(
             searchText="(len(values) + 1)",
             replaceText="len(values)",
         )
-        answer = await _call(
+        answer = await answer_of(
             client, "execute_notebook_cells", pathInProject="stats.ipynb", cellIds=["define", "use"]
         )
         assert answer["cells"][1]["outputs"][0]["text"] == "4.0"

@@ -8,23 +8,15 @@ where they stream into the server's shared document, which saves the file shortl
 from __future__ import annotations
 
 import asyncio
-import json
 from pathlib import Path
 from typing import Any
 
 import anyio
 from code_notebook import write_code_notebook
-from mcp import Client
-from notebook_files import PNG, on_disk
+from notebook_files import PNG, answer_of, on_disk
 
 #: Every test runs with the notebook in its file and in the shared document (see conftest).
 BOTH_BACKENDS = True
-
-
-async def _call(client: Client, tool: str, **arguments: Any) -> Any:
-    result = await client.call_tool(tool, arguments)
-    assert not result.is_error, result.content[0].text
-    return json.loads(result.content[0].text)
 
 
 async def test_an_agent_fixes_a_failing_cell_runs_it_and_those_below_and_looks_at_a_table(
@@ -40,15 +32,15 @@ async def test_an_agent_fixes_a_failing_cell_runs_it_and_those_below_and_looks_a
     )
     async with connect() as client:
         # Given a notebook whose third cell fails when the agent runs it
-        first = await _call(client, "execute_notebook_cells", pathInProject="analysis.ipynb")
+        first = await answer_of(client, "execute_notebook_cells", pathInProject="analysis.ipynb")
         assert first["status"] == "error"
         failing = first["cells"][-1]
         assert failing["outputs"][0]["ename"] == "NameError"
-        cells = await _call(client, "get_notebook_cells", pathInProject="analysis.ipynb")
+        cells = await answer_of(client, "get_notebook_cells", pathInProject="analysis.ipynb")
         index = next(c["index"] for c in cells["cells"] if c["cellId"] == failing["cellId"])
         assert cells["cells"][index]["outputs"][0]["ename"] == "NameError"  # in the file too
         # When it fixes the cell and runs it and the cells below
-        await _call(
+        await answer_of(
             client,
             "edit_notebook_cell",
             pathInProject="analysis.ipynb",
@@ -57,7 +49,7 @@ async def test_an_agent_fixes_a_failing_cell_runs_it_and_those_below_and_looks_a
             replaceText="rows",
             expectedSource="table = pd.DataFrame(rowz, columns=['n', 'square'])",
         )
-        second = await _call(
+        second = await answer_of(
             client, "execute_notebook_cells", pathInProject="analysis.ipynb", fromIndex=index
         )
         # Then both ran in the same kernel, counts following the first run's
@@ -65,7 +57,7 @@ async def test_an_agent_fixes_a_failing_cell_runs_it_and_those_below_and_looks_a
         assert [c["executionCount"] for c in second["cells"]] == [4, 5]
         assert second["cells"][1]["outputs"][0]["text"] == "total 30\n"
         # And the kernel shows the DataFrame's shape
-        variables = await _call(
+        variables = await answer_of(
             client, "get_kernel_variables", pathInProject="analysis.ipynb", names=["table"]
         )
         assert [(v["name"], v["type"], v["length"], v["shape"]) for v in variables] == [
@@ -112,7 +104,7 @@ async def test_progress_then_cancelling_interrupts_the_kernel_and_keeps_what_ran
         assert cell.outputs[-1]["ename"] == "KeyboardInterrupt"
         assert cell.outputs[0]["text"].startswith("tick 0\ntick 1\n")
         assert saved.cells[1].outputs == []
-        quick = await _call(
+        quick = await answer_of(
             client, "execute_code_in_kernel", pathInProject="long.ipynb", code="i", timeoutMs=20000
         )
         assert quick["status"] == "ok" and int(quick["outputs"][0]["text"]) < 300
@@ -153,7 +145,7 @@ async def test_two_agents_running_two_notebooks_at_once_never_cross(
     async def agent(name: str) -> dict[str, Any]:
         async with connect() as client:
             return dict(
-                await _call(client, "execute_notebook_cells", pathInProject=f"{name}.ipynb")
+                await answer_of(client, "execute_notebook_cells", pathInProject=f"{name}.ipynb")
             )
 
     answers = await asyncio.gather(agent("a"), agent("b"))
@@ -204,11 +196,11 @@ async def test_list_names_every_kernel_or_only_a_notebooks(
     write_code_notebook(jp_root_dir, "a.ipynb", "1")
     write_code_notebook(jp_root_dir, "b.ipynb", "2")
     async with connect() as client:
-        a = await _call(client, "kernel_action", action="start", pathInProject="a.ipynb")
-        b = await _call(client, "kernel_action", action="start", pathInProject="b.ipynb")
-        every = await _call(client, "kernel_action", action="list")
+        a = await answer_of(client, "kernel_action", action="start", pathInProject="a.ipynb")
+        b = await answer_of(client, "kernel_action", action="start", pathInProject="b.ipynb")
+        every = await answer_of(client, "kernel_action", action="list")
         assert sorted(k["kernelId"] for k in every) == sorted([a["kernelId"], b["kernelId"]])
-        only_a = await _call(client, "kernel_action", action="list", pathInProject="a.ipynb")
+        only_a = await answer_of(client, "kernel_action", action="list", pathInProject="a.ipynb")
         assert [(k["kernelId"], k["notebooks"]) for k in only_a] == [(a["kernelId"], ["a.ipynb"])]
     # A notebook named on list is checked like on any other action.
     assert "outside" in (await fails("kernel_action", action="list", pathInProject="../x.ipynb"))

@@ -81,6 +81,8 @@ tools = [
         },
         "readOnly": True,
         "destructive": False,
+        # Its work can outlast a client's request: MCP clients may run it as a task.
+        "taskSupport": True,
     },
     {
         "name": "fail",

@@ -1,0 +1,368 @@
+"""A soak: a mixed agent workload for a given time, and whether the server comes back to where
+it started.
+
+Starts a real ``jupyter server`` with jupyter_mcp (token auth) on a temporary git project, with
+a small probe extension (``_soak_probe.py``) that tells what only the server process knows, and:
+
+1. **start-up**: samples the server at rest, after its warm start;
+2. **warm-up**: every agent does its work once, so that what the server makes once and keeps
+   exists (the agents' notebook kernels, the project terminal, the worker processes, the thread
+   pools at the agents' concurrency): the level after it is the **baseline**;
+3. **load**, for ``--minutes``: ``--agents`` agents of each kind at once (cells run in their own
+   notebook and kernel, snippets and variables; file reads, edits and searches; git status,
+   history, diffs and commits; background commands, terminal commands and run configurations;
+   MCP sessions opened and closed in both protocol eras, seed REST calls, and sessions
+   abandoned without a goodbye, as a crashed client leaves them), the server sampled every
+   ``--interval`` seconds;
+4. **after**: the agents stop (their notebooks keep their kernels); the server is sampled until
+   every count is back at the baseline, for at most ``--settle`` seconds.
+
+Each sample: the server's resident memory (MiB), open file descriptors, threads (and of them
+the tool-call pool's and the event loop executor's, which keep their threads up to a bound),
+asyncio tasks, child processes and kernels. The last line says which counts did not return.
+Abandoned sessions end after ``--session-idle`` seconds (the server's
+``JupyterMCP.session_idle_timeout``, set short here so that their end falls in the soak).
+
+    .venv/bin/python benchmarks/soak.py [--minutes 10] [--interval 60] [--agents 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import itertools
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx2
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from _server import Server, jupyter_server  # noqa: E402
+from bench_mcp import RawSession  # noqa: E402
+
+#: The counts that must come back to the baseline, in the order they are printed.
+COUNTS = ("fds", "other_threads", "tasks", "children", "kernels")
+
+
+def project(root: Path) -> None:
+    """A git project with modules to search, files to edit and a run configuration."""
+    for n in range(60):
+        (root / f"module_{n}.py").write_text(f"def compute_{n}(x):\n    return x * {n}\n")
+    (root / ".vscode").mkdir()
+    echo = {"label": "Echo", "type": "shell", "command": "echo ran"}
+    tasks = {"version": "2.0.0", "tasks": [echo]}
+    (root / ".vscode" / "tasks.json").write_text(json.dumps(tasks))
+    git = ["git", "-C", str(root), "-c", "user.name=soak", "-c", "user.email=soak@example.org"]
+    subprocess.run([*git, "init", "-q", "-b", "main"], check=True)
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "A project to soak"], check=True)
+
+
+def _children(pid: int) -> int:
+    count = 0
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            fields = stat[stat.rfind(")") + 2 :].split()
+            if fields[1] == str(pid) and fields[0] != "Z":
+                count += 1
+    return count
+
+
+def sample(server: Server, http: httpx2.Client) -> dict[str, float]:
+    """One look at the server process: from /proc, its probe and its kernels API."""
+    pid = server.proc.pid
+    status = Path(f"/proc/{pid}/status").read_text()
+    rss = next(int(line.split()[1]) for line in status.splitlines() if line.startswith("VmRSS"))
+    probe = http.get(f"{server.url}/soak-probe").json()
+    return {
+        "rss_mib": rss / 1024,
+        "fds": len(os.listdir(f"/proc/{pid}/fd")),
+        **probe,
+        "children": _children(pid),
+        "kernels": len(http.get(f"{server.url}/api/kernels").json()),
+    }
+
+
+@dataclass
+class Report:
+    """The samples of one soak, by label, and how the agents did."""
+
+    samples: list[tuple[str, dict[str, float]]] = field(default_factory=list)
+    calls: int = 0
+    errors: list[str] = field(default_factory=list)
+
+    def of(self, label: str) -> dict[str, float]:
+        return next(s for name, s in self.samples if name == label)
+
+    def not_returned(self) -> dict[str, tuple[float, float]]:
+        """The counts above their baseline after the load (baseline, after); the pools'
+        threads beyond their bound count too."""
+        baseline, after = self.of("baseline"), self.of("after")
+        missing = {k: (baseline[k], after[k]) for k in COUNTS if after[k] > baseline[k]}
+        for pool in ("tool_threads", "executor_threads"):
+            if after[pool] > after[f"{pool}_bound"]:
+                missing[pool] = (after[f"{pool}_bound"], after[pool])
+        return missing
+
+
+class Agents:
+    """The workload: agents of each kind, each with its own session."""
+
+    def __init__(self, server: Server, report: Report) -> None:
+        self.server = server
+        self.url = server.url + "/mcp"
+        self.headers = {"Authorization": f"token {server.token}"}
+        self.report = report
+        self.made: set[str] = set()
+        self.versions = itertools.count()
+
+    async def make(self, client: Client, path: str, text: str) -> None:
+        """Create ``path`` the first time an agent asks (the warm-up); later rounds reuse it."""
+        if path not in self.made:
+            self.made.add(path)
+            await self.call(client, "create_new_file_with_text", pathInProject=path, text=text)
+
+    async def call(self, client: Client, tool: str, **arguments: Any) -> Any:
+        self.report.calls += 1
+        try:
+            result = await client.call_tool(tool, arguments)
+        except Exception as e:  # counted; the agent goes on
+            self.report.errors.append(f"{tool}: {type(e).__name__}: {e}"[:300])
+            return None
+        if result.is_error:
+            self.report.errors.append(f"{tool}: {result.content[0].text}"[:300])
+            return None
+        if result.structured_content is not None:
+            return result.structured_content
+        with contextlib.suppress(ValueError):
+            return json.loads(result.content[0].text)
+        return result.content[0].text
+
+    @contextlib.asynccontextmanager
+    async def client(self, mode: str = "legacy") -> Any:
+        async with (
+            httpx2.AsyncClient(headers=self.headers, timeout=300) as http,
+            Client(streamable_http_client(self.url, http_client=http), mode=mode) as client,
+        ):
+            yield client
+
+    async def notebook(self, n: int, rounds: Callable[[int], bool]) -> None:
+        path = f"soak_{n}.ipynb"
+        async with self.client() as c:
+            await self.make(c, path, "")
+            for k in itertools.count():
+                if not rounds(k):
+                    return
+                cell = await self.call(
+                    c, "insert_notebook_cell", pathInProject=path, source=f"v = {k}\nprint(v)"
+                )
+                if cell is not None:
+                    await self.call(
+                        c, "execute_notebook_cells", pathInProject=path, cellIds=[cell["cellId"]]
+                    )
+                    await self.call(c, "get_notebook_cell", pathInProject=path, index=0)
+                    # The notebook stays short: what grows over a soak is the server's, not it.
+                    await self.call(
+                        c, "delete_notebook_cells", pathInProject=path, cellIds=[cell["cellId"]]
+                    )
+                await self.call(c, "execute_code_in_kernel", pathInProject=path, code="w = v * 2")
+                await self.call(c, "get_kernel_variables", pathInProject=path, names=["w"])
+
+    async def files(self, n: int, rounds: Callable[[int], bool]) -> None:
+        own = f"notes_{n}.txt"
+        async with self.client() as c:
+            await self.make(c, own, "notes\n")
+            for k in itertools.count():
+                if not rounds(k):
+                    return
+                await self.call(c, "append_file_content", pathInProject=own, text="a line\n")
+                await self.call(
+                    c,
+                    "replace_specific_text",
+                    pathInProject=own,
+                    searchText="a line",
+                    replaceText="one line",
+                )
+                await self.call(c, "get_file_text_by_path", pathInProject=own)
+                await self.call(c, "search_in_files_content", searchText="return x", maxResults=20)
+                await self.call(c, "find_files_by_name_substring", nameSubstring="module_1")
+                await self.call(c, "rewrite_file_content", pathInProject=own, text="notes\n")
+
+    async def git(self, n: int, rounds: Callable[[int], bool]) -> None:
+        own = f"git_{n}.txt"
+        async with self.client() as c:
+            await self.make(c, own, "version\n")
+            for k in itertools.count():
+                if not rounds(k):
+                    return
+                version = next(self.versions)
+                await self.call(c, "rewrite_file_content", pathInProject=own, text=f"v{version}\n")
+                await self.call(c, "get_project_vcs_status")
+                await self.call(c, "get_file_diff", pathInProject=own)
+                await self.call(c, "commit_changes", message=f"soak {version}", files=[own])
+                await self.call(c, "get_file_history", pathInProject=own, maxEntries=5)
+                await self.call(c, "get_branch_info")
+
+    async def commands(self, n: int, rounds: Callable[[int], bool]) -> None:
+        async with self.client() as c:
+            for k in itertools.count():
+                if not rounds(k):
+                    return
+                await self.call(c, "run_command_on_background", command="echo soak", timeout=60000)
+                await self.call(c, "execute_terminal_command", command="echo soak")
+                await self.call(c, "read_terminal_output", waitMs=5000)
+                await self.call(c, "run_configuration", configName="Echo")
+                await self.call(c, "get_run_output", configName="Echo", waitMs=30000)
+                await self.call(c, "get_progress_indicators")
+
+    async def sessions(self, n: int, rounds: Callable[[int], bool]) -> None:
+        """Sessions that come and go: both eras, seed REST, and one abandoned each round."""
+        async with httpx2.AsyncClient(headers=self.headers, timeout=300) as http:
+            for k in itertools.count():
+                if not rounds(k):
+                    return
+                mode = ("legacy", "auto")[k % 2]
+                async with self.client(mode) as c:
+                    await c.list_tools()
+                    await self.call(c, "get_project_modules")
+                response = await http.post(
+                    f"{self.server.url}/mcp/list_files_in_folder", json={"pathInProject": "/"}
+                )
+                self.report.calls += 1
+                if response.status_code != 200 or response.json()["error"] is not None:
+                    self.report.errors.append(f"seed REST: {response.text[:300]}")
+                # A client that crashes: its session opened, one call, no DELETE.
+                abandoned = RawSession(http, self.server.url, "soak-abandoned")
+                await abandoned.__aenter__()
+                await abandoned.call_tool("get_terminal_info", {})
+
+    async def run(self, agents: int, rounds: Callable[[int], bool]) -> None:
+        kinds = (self.notebook, self.files, self.git, self.commands, self.sessions)
+        await asyncio.gather(*(kind(n, rounds) for kind in kinds for n in range(agents)))
+
+
+def once(round: int) -> bool:
+    """Each agent does its work one time (the warm-up)."""
+    return round == 0
+
+
+def until(deadline: float) -> Callable[[int], bool]:
+    """Each agent goes on until ``deadline`` (monotonic clock)."""
+    return lambda round: time.monotonic() < deadline
+
+
+def soak(
+    minutes: float,
+    interval: float,
+    agents: int = 2,
+    settle: float = 120,
+    session_idle: float = 30,
+    show: Callable[[str, dict[str, float]], None] | None = None,
+) -> Report:
+    """Run the soak and return its samples (``show`` is called with each as it is taken)."""
+    report = Report()
+
+    def take(label: str, http: httpx2.Client, server: Server) -> dict[str, float]:
+        found = sample(server, http)
+        report.samples.append((label, found))
+        if show is not None:
+            show(label, found)
+        return found
+
+    def quiet(http: httpx2.Client, server: Server, seconds: float, level: Any = None) -> None:
+        """Wait (at most ``seconds``) until the counts hold still for three samples in a row,
+        or, given ``level``, until none is above it: work that has just ended (a session's
+        tasks, a pool's idle thread) is let go of first."""
+        deadline = time.monotonic() + seconds
+        last: list[tuple[float, ...]] = []
+        while time.monotonic() < deadline:
+            now = sample(server, http)
+            if level is not None and all(now[k] <= level[k] for k in COUNTS):
+                return
+            last = [*last[-2:], tuple(now[k] for k in COUNTS)]
+            if level is None and len(last) == 3 and len(set(last)) == 1:
+                return
+            time.sleep(2)
+
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        project(root)
+        paths = (str(HERE), os.environ.get("PYTHONPATH", ""))
+        env = {"PYTHONPATH": os.pathsep.join(p for p in paths if p)}
+        idle = f"--JupyterMCP.session_idle_timeout={session_idle}"
+        with (
+            jupyter_server(root, idle, env=env, extensions={"_soak_probe": True}) as server,
+            httpx2.Client(headers={"Authorization": f"token {server.token}"}, timeout=120) as http,
+        ):
+            quiet(http, server, 60)  # the warm start
+            take("start-up", http, server)
+            workload = Agents(server, report)
+            asyncio.run(workload.run(agents, once))
+            quiet(http, server, 60)
+            take("baseline", http, server)
+            deadline = time.monotonic() + minutes * 60
+
+            async def load() -> None:
+                running = asyncio.ensure_future(workload.run(agents, until(deadline)))
+                for k in itertools.count(1):
+                    done, _ = await asyncio.wait({running}, timeout=interval)
+                    if done:
+                        running.result()
+                        return
+                    take(f"{k * interval / 60:.1f} min", http, server)
+
+            asyncio.run(load())
+            take("load ended", http, server)
+            quiet(http, server, settle, report.of("baseline"))
+            take("after", http, server)
+    return report
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--minutes", type=float, default=10)
+    parser.add_argument("--interval", type=float, default=60, help="seconds between samples")
+    parser.add_argument("--agents", type=int, default=2, help="agents of each kind")
+    parser.add_argument("--settle", type=float, default=120, help="seconds to wait for return")
+    parser.add_argument("--session-idle", type=float, default=30, help="abandoned sessions end")
+    args = parser.parse_args()
+    columns = ("rss_mib", "fds", "threads", "tool_threads", "other_threads", "tasks")
+    columns += ("children", "kernels")
+    print(f"{'':<12}" + "".join(f"{c:>14}" for c in columns), flush=True)
+
+    def show(label: str, found: dict[str, float]) -> None:
+        print(f"{label:<12}" + "".join(f"{found[c]:>14.0f}" for c in columns), flush=True)
+
+    report = soak(args.minutes, args.interval, args.agents, args.settle, args.session_idle, show)
+    load = os.getloadavg()[0]
+    print(
+        f"{report.calls} calls by {5 * args.agents} agents, {len(report.errors)} errors "
+        f"(load average {load:.1f} on {os.cpu_count()} cores)"
+    )
+    for error in report.errors[:10]:
+        print("  ", error)
+    missing = report.not_returned()
+    print(
+        "after the load, back at the baseline: "
+        + ("every count" if not missing else f"not {missing} (baseline, after)")
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,700 @@
+"""The authorization server's refusals, each with its RFC's error, each changing nothing.
+
+A real server in this process; the client's metadata documents and its callback on loopback
+(``ClientSite``); the consent page answered with the Jupyter token (``consent_with_token``),
+since these tests are about what the endpoints refuse, not about a person clicking (the
+browser tests do that). "Changes nothing" is checked on the grants file on disk.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+from urllib.parse import parse_qs, urlencode, urlsplit
+
+import httpx2
+import pytest
+from oauth_client import ClientSite, Document, consent_with_token, pkce
+from oauth_fixtures import Server
+
+from jupyter_mcp.auth import client_metadata
+
+
+async def token_request(server: Server, **form: str) -> httpx2.Response:
+    async with httpx2.AsyncClient() as http:
+        return await http.post(server.endpoint("token"), data=form)
+
+
+async def exchange(server: Server, grant: Any, **changes: str) -> httpx2.Response:
+    form = {
+        "grant_type": "authorization_code",
+        "code": grant.code,
+        "redirect_uri": grant.redirect_uri,
+        "client_id": grant.client_id,
+        "code_verifier": grant.verifier,
+        "resource": server.mcp,
+        **changes,
+    }
+    return await token_request(server, **{k: v for k, v in form.items() if v is not None})
+
+
+async def authorize_url(server: Server, **params: str) -> httpx2.Response:
+    """The authorization endpoint's answer (not followed)."""
+    async with httpx2.AsyncClient() as http:
+        return await http.get(f"{server.endpoint('authorize')}?{urlencode(params)}")
+
+
+def redirect_query(answer: httpx2.Response) -> dict[str, str]:
+    assert answer.status_code == 302, (answer.status_code, answer.text)
+    return {k: v[0] for k, v in parse_qs(urlsplit(answer.headers["Location"]).query).items()}
+
+
+def params(client_site: ClientSite, server: Server, **changes: str | None) -> dict[str, str]:
+    _, challenge = pkce()
+    query: dict[str, str | None] = {
+        "response_type": "code",
+        "client_id": client_site.publish(),
+        "redirect_uri": client_site.callback_url,
+        "state": "s1",
+        "code_challenge": challenge,
+        "code_challenge_method": "S256",
+        "resource": server.mcp,
+        "scope": "mcp",
+        **changes,
+    }
+    return {k: v for k, v in query.items() if v is not None}
+
+
+# --- a code, exchanged ------------------------------------------------------------------
+
+
+async def test_a_code_with_its_verifier_gives_tokens_bound_to_this_server(
+    server: Server, authorize: Any
+) -> None:
+    grant = await authorize()
+
+    answer = await exchange(server, grant)
+    tokens = answer.json()
+    stored = server.stored()["grants"]
+
+    assert grant.query["iss"] == server.issuer and grant.query["state"] == "the-state"
+    assert answer.status_code == 200, tokens
+    assert tokens["token_type"] == "Bearer" and tokens["expires_in"] == 3600
+    assert tokens["scope"] == "mcp"
+    assert tokens["access_token"].startswith("jmcp_at_")
+    assert tokens["refresh_token"].startswith("jmcp_rt_")
+    [record] = stored.values()
+    assert record["resource"] == server.mcp and record["client_id"] == grant.client_id
+    # Kept as digests: the file has no token in it.
+    text = server.file.read_text()
+    assert tokens["access_token"] not in text and tokens["refresh_token"] not in text
+    assert server.file.stat().st_mode & 0o777 == 0o600
+
+
+async def test_a_wrong_pkce_verifier_is_invalid_grant_and_the_code_stays_good(
+    server: Server, authorize: Any
+) -> None:
+    grant = await authorize()
+
+    wrong = await exchange(server, grant, code_verifier=pkce()[0])
+    files_after_wrong = server.stored()
+    right = await exchange(server, grant)
+
+    assert wrong.status_code == 400
+    assert wrong.json() == {
+        "error": "invalid_grant",
+        "error_description": "incorrect code_verifier",
+    }
+    assert files_after_wrong.get("grants", {}) == {}
+    assert right.status_code == 200
+
+
+async def test_a_missing_pkce_verifier_is_invalid_request(server: Server, authorize: Any) -> None:
+    grant = await authorize()
+
+    answer = await exchange(server, grant, code_verifier=None)  # type: ignore[arg-type]
+
+    assert answer.status_code == 400
+    assert answer.json()["error"] == "invalid_request"
+    assert "code_verifier" in answer.json()["error_description"]
+    assert server.stored().get("grants", {}) == {}
+
+
+async def test_an_authorization_request_without_pkce_is_refused_back_to_the_client(
+    server: Server, client_site: ClientSite
+) -> None:
+    answer = redirect_query(
+        await authorize_url(server, **params(client_site, server, code_challenge=None))
+    )
+
+    assert answer["error"] == "invalid_request"
+    assert "code_challenge" in answer["error_description"]
+    assert answer["state"] == "s1"
+    assert answer["iss"] == server.issuer  # RFC 9207, on error responses too
+
+
+async def test_the_plain_pkce_method_is_refused(server: Server, client_site: ClientSite) -> None:
+    answer = redirect_query(
+        await authorize_url(server, **params(client_site, server, code_challenge_method="plain"))
+    )
+
+    assert answer["error"] == "invalid_request"
+    assert "S256" in answer["error_description"]
+
+
+async def test_a_code_used_twice_is_refused_and_what_it_gave_is_revoked(
+    server: Server, authorize: Any
+) -> None:
+    grant = await authorize()
+    first = await exchange(server, grant)
+    assert first.status_code == 200 and len(server.stored()["grants"]) == 1
+
+    again = await exchange(server, grant)
+
+    assert again.status_code == 400
+    assert again.json()["error"] == "invalid_grant"
+    assert "already exchanged" in again.json()["error_description"]
+    # RFC 6749 10.5: whoever exchanged it first may be the thief.
+    assert server.stored()["grants"] == {}
+
+
+async def test_a_code_past_its_minute_is_refused(server: Server, authorize: Any) -> None:
+    grant = await authorize()
+    oauth = server.oauth
+    oauth.clock = lambda: time.time() + 61
+
+    answer = await exchange(server, grant)
+
+    assert answer.status_code == 400
+    assert answer.json() == {
+        "error": "invalid_grant",
+        "error_description": "authorization code has expired",
+    }
+    assert server.stored().get("grants", {}) == {}
+
+
+async def test_a_code_exchanged_with_another_redirect_uri_is_refused(
+    server: Server, authorize: Any, client_site: ClientSite
+) -> None:
+    grant = await authorize()
+
+    answer = await exchange(server, grant, redirect_uri=f"{client_site.url}/elsewhere")
+
+    assert answer.status_code == 400
+    assert answer.json()["error"] == "invalid_request"
+    assert "redirect_uri" in answer.json()["error_description"]
+    assert server.stored().get("grants", {}) == {}
+
+
+# --- redirect URIs ---------------------------------------------------------------------
+
+
+async def test_a_redirect_uri_the_client_does_not_have_is_refused_without_redirecting(
+    server: Server, client_site: ClientSite
+) -> None:
+    answer = await authorize_url(
+        server, **params(client_site, server, redirect_uri="https://evil.example/callback")
+    )
+
+    assert answer.status_code == 400  # never sent to a URI the client does not own
+    assert answer.json()["error"] == "invalid_request"
+    assert "evil.example" in answer.json()["error_description"]
+
+
+async def test_a_loopback_redirect_may_use_any_port(
+    server: Server, client_site: ClientSite, authorize: Any
+) -> None:
+    # The document says http://127.0.0.1:<port>/callback; a native client picks its port
+    # when it starts (RFC 8252 7.3). Its callback here is the site's, on its own port.
+    client_id = client_site.publish(redirect_uris=["http://127.0.0.1:1/callback"])
+    other_port = await authorize_url(
+        server,
+        **params(
+            client_site, server, client_id=client_id, redirect_uri="http://127.0.0.1:9/callback"
+        ),
+    )
+    other_path = await authorize_url(
+        server,
+        **params(client_site, server, client_id=client_id, redirect_uri="http://127.0.0.1:9/x"),
+    )
+
+    assert other_port.status_code == 302
+    assert "/mcp/oauth/consent?" in other_port.headers["Location"]
+    assert other_path.status_code == 400
+
+
+async def test_an_https_redirect_must_match_exactly(
+    server: Server, client_site: ClientSite
+) -> None:
+    client_id = client_site.publish(redirect_uris=["https://app.example/cb"])
+    answer = await authorize_url(
+        server,
+        **params(
+            client_site, server, client_id=client_id, redirect_uri="https://app.example:8443/cb"
+        ),
+    )
+
+    assert answer.status_code == 400
+    assert answer.json()["error"] == "invalid_request"
+
+
+# --- resource indicators ---------------------------------------------------------------
+
+
+async def test_a_foreign_resource_is_invalid_target_at_the_authorization_endpoint(
+    server: Server, client_site: ClientSite
+) -> None:
+    answer = redirect_query(
+        await authorize_url(
+            server, **params(client_site, server, resource="https://other.example/mcp")
+        )
+    )
+
+    assert answer["error"] == "invalid_target"
+    assert "other.example" in answer["error_description"]
+    assert answer["iss"] == server.issuer
+
+
+async def test_a_foreign_resource_is_invalid_target_at_the_token_endpoint(
+    server: Server, authorize: Any
+) -> None:
+    grant = await authorize()
+
+    answer = await exchange(server, grant, resource="http://127.0.0.1:1/mcp")
+    good = await exchange(server, grant)
+
+    assert answer.status_code == 400
+    assert answer.json()["error"] == "invalid_target"
+    assert good.status_code == 200  # the refusal spent nothing
+
+
+async def test_the_servers_root_is_accepted_as_its_resource(server: Server, authorize: Any) -> None:
+    grant = await authorize(resource=server.issuer)
+
+    answer = await exchange(server, grant, resource=server.issuer)
+
+    assert answer.status_code == 200
+    [record] = server.stored()["grants"].values()
+    assert record["resource"] == server.mcp  # always the MCP endpoint itself
+
+
+# --- scopes ----------------------------------------------------------------------------
+
+
+async def test_an_unknown_scope_is_invalid_scope(server: Server, client_site: ClientSite) -> None:
+    answer = redirect_query(
+        await authorize_url(server, **params(client_site, server, scope="mcp admin"))
+    )
+
+    assert answer["error"] == "invalid_scope"
+    assert "'admin'" in answer["error_description"]
+
+
+async def test_an_unknown_tool_set_in_a_scope_is_invalid_scope(
+    server: Server, client_site: ClientSite
+) -> None:
+    answer = redirect_query(
+        await authorize_url(server, **params(client_site, server, scope="mcp:toolsets:files,nope"))
+    )
+
+    assert answer["error"] == "invalid_scope"
+    assert "nope" in answer["error_description"]
+
+
+async def test_the_user_narrows_what_the_client_gets(server: Server, authorize: Any) -> None:
+    grant = await authorize(consent={"read_only": True, "toolsets": ["files", "search"]})
+
+    tokens = (await exchange(server, grant)).json()
+
+    assert tokens["scope"] == "mcp mcp:read mcp:toolsets:files,search"
+
+
+async def test_a_client_that_asked_for_read_only_gets_no_more(
+    server: Server, authorize: Any
+) -> None:
+    # The checkbox is checked and disabled on the page; a hand-made post cannot undo it.
+    grant = await authorize(scope="mcp:read", consent={"read_only": False})
+
+    tokens = (await exchange(server, grant)).json()
+
+    assert tokens["scope"] == "mcp:read"
+
+
+async def test_the_user_cannot_grant_tool_sets_the_client_did_not_ask_for(
+    server: Server, client_site: ClientSite
+) -> None:
+    query = params(client_site, server, scope="mcp:toolsets:files")
+    url = f"{server.endpoint('authorize')}?{urlencode(query)}"
+
+    page = await consent_with_token(url, server.token, toolsets=["files", "terminal"])
+
+    assert page.status_code == 200
+    assert "did not ask for the tool sets terminal" in page.text
+    assert server.stored().get("grants", {}) == {}
+
+
+async def test_refreshing_with_more_than_the_grant_is_invalid_scope(
+    server: Server, authorize: Any
+) -> None:
+    grant = await authorize(consent={"read_only": True})
+    tokens = (await exchange(server, grant)).json()
+    before = server.stored()
+
+    # "mcp" alone would drop the read-only restriction the user chose.
+    answer = await token_request(
+        server,
+        grant_type="refresh_token",
+        refresh_token=tokens["refresh_token"],
+        client_id=grant.client_id,
+        scope="mcp",
+    )
+
+    assert answer.status_code == 400
+    assert answer.json()["error"] == "invalid_scope"
+    assert "read-only" in answer.json()["error_description"]
+    assert server.stored() == before
+
+
+async def test_refreshing_with_a_scope_never_granted_is_invalid_scope(
+    server: Server, authorize: Any
+) -> None:
+    grant = await authorize(scope="mcp:toolsets:files")
+    tokens = (await exchange(server, grant)).json()
+
+    answer = await token_request(
+        server,
+        grant_type="refresh_token",
+        refresh_token=tokens["refresh_token"],
+        client_id=grant.client_id,
+        scope="mcp:toolsets:git",
+    )
+
+    assert answer.status_code == 400
+    assert answer.json()["error"] == "invalid_scope"
+
+
+# --- refresh rotation ------------------------------------------------------------------
+
+
+async def test_a_refresh_rotates_both_tokens(server: Server, authorize: Any) -> None:
+    grant = await authorize()
+    tokens = (await exchange(server, grant)).json()
+
+    answer = await token_request(
+        server,
+        grant_type="refresh_token",
+        refresh_token=tokens["refresh_token"],
+        client_id=grant.client_id,
+        resource=server.mcp,
+    )
+    fresh = answer.json()
+
+    assert answer.status_code == 200, fresh
+    assert fresh["refresh_token"] != tokens["refresh_token"]
+    assert fresh["access_token"] != tokens["access_token"]
+    assert fresh["scope"] == "mcp"
+
+
+async def test_a_refresh_token_used_twice_revokes_the_grant(server: Server, authorize: Any) -> None:
+    grant = await authorize()
+    tokens = (await exchange(server, grant)).json()
+    form = {
+        "grant_type": "refresh_token",
+        "refresh_token": tokens["refresh_token"],
+        "client_id": grant.client_id,
+    }
+    await token_request(server, **form)
+
+    again = await token_request(server, **form)
+
+    assert again.status_code == 400
+    assert again.json()["error"] == "invalid_grant"
+    assert "already used" in again.json()["error_description"]
+    assert server.stored()["grants"] == {}
+
+
+async def test_a_refresh_token_of_another_client_does_not_exist(
+    server: Server, authorize: Any, client_site: ClientSite
+) -> None:
+    grant = await authorize()
+    tokens = (await exchange(server, grant)).json()
+    before = server.stored()
+
+    answer = await token_request(
+        server,
+        grant_type="refresh_token",
+        refresh_token=tokens["refresh_token"],
+        client_id=client_site.publish("other.json", client_name="Other"),
+    )
+
+    assert answer.status_code == 400
+    assert answer.json()["error"] == "invalid_grant"
+    assert server.stored() == before
+
+
+# --- client metadata documents -----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("case", "says"),
+    [
+        ("not https", "must use https"),
+        ("private address", "not a public address"),
+        ("cloud metadata address", "not a public address"),
+        ("mapped loopback address", "not a public address"),
+        ("loopback by name", "not a public address"),
+        ("fragment", "fragment"),
+        ("no path", "must have a path"),
+        ("dot segments", "must have a path"),
+        ("user info", "user name or password"),
+        ("redirect", "redirects"),
+        ("too large", "larger than 5120 bytes"),
+        ("slow", "took longer than"),
+        ("not found", "HTTP 404"),
+        ("not json", "not application/json"),
+        ("invalid json", "not valid JSON"),
+        ("another client_id", "must be the document's own URL"),
+        ("no redirect_uris", "lists no redirect_uris"),
+        ("no client_name", "has no client_name"),
+        ("a secret", "cannot hold a secret"),
+        ("a secret method", "public clients"),
+        ("http redirect elsewhere", "plain http is allowed only to this machine"),
+    ],
+)
+async def test_a_bad_client_metadata_url_is_invalid_client(
+    server: Server, client_site: ClientSite, monkeypatch: pytest.MonkeyPatch, case: str, says: str
+) -> None:
+    site = client_site
+    urls = {
+        "private address": "https://10.11.12.13/client.json",
+        "cloud metadata address": "https://169.254.169.254/latest/meta-data/client.json",
+        "mapped loopback address": f"https://[::ffff:127.0.0.1]:{site.port}/client.json",
+        "loopback by name": f"https://localhost:{site.port}/client.json",
+        "fragment": site.publish() + "#x",
+        "no path": f"{site.url}/",
+        "dot segments": f"{site.url}/a/../client.json",
+        "user info": f"http://me:pw@127.0.0.1:{site.port}/client.json",
+        "not found": site.metadata_url("missing.json"),
+    }
+    bodies = {
+        "redirect": Document(b"", status=302, headers={"Location": "/client.json"}),
+        "too large": Document(b'{"client_id": "' + b"x" * 6000 + b'"}'),
+        "slow": Document(b"{}", delay=3),
+        "not json": Document(b"<html></html>", headers={"Content-Type": "text/html"}),
+        "invalid json": Document(b"{oops"),
+    }
+    fields = {
+        "another client_id": {"client_id": "https://someone.else/client.json"},
+        "no redirect_uris": {"redirect_uris": []},
+        "no client_name": {"client_name": ""},
+        "a secret": {"client_secret": "s3cret"},
+        "a secret method": {"token_endpoint_auth_method": "client_secret_post"},
+        "http redirect elsewhere": {"redirect_uris": ["http://example.com/cb"]},
+    }
+    if case == "slow":
+        monkeypatch.setattr(client_metadata, "TIMEOUT", 0.5)
+    if case in ("not https", "loopback by name", "mapped loopback address"):
+        # As a server without the tests' setting: no http, no loopback address, ever.
+        server.oauth.fetcher = client_metadata.ClientMetadataFetcher()
+    if case == "not https":
+        url = site.publish()
+    elif case in urls:
+        url = urls[case]
+    elif case in bodies:
+        url = site.metadata_url(f"{case.replace(' ', '-')}.json")
+        site.documents[url.rsplit("/", 1)[1]] = bodies[case]
+    else:
+        name = f"{case.replace(' ', '-')}.json"
+        url = site.publish(name, **fields[case])
+
+    answer = await authorize_url(server, **params(client_site, server, client_id=url))
+
+    assert answer.status_code == 400, answer.text
+    assert answer.json()["error"] == "invalid_client"
+    assert says in answer.json()["error_description"]
+    assert not server.file.exists()
+
+
+async def test_a_client_metadata_document_is_fetched_once_while_fresh(
+    server: Server, client_site: ClientSite, authorize: Any
+) -> None:
+    client_id = client_site.publish()
+    await authorize(client_id)
+    await authorize(client_id)
+
+    assert client_site.fetched.count("client.json") == 1
+
+
+# --- dynamic registration ----------------------------------------------------------------
+
+
+async def register(server: Server, **metadata: Any) -> httpx2.Response:
+    async with httpx2.AsyncClient() as http:
+        return await http.post(server.endpoint("register"), json=metadata)
+
+
+async def test_a_dynamic_registration_with_an_http_redirect_elsewhere_is_refused(
+    server: Server,
+) -> None:
+    answer = await register(server, redirect_uris=["http://example.com/cb"], client_name="x")
+
+    assert answer.status_code == 400
+    assert answer.json()["error"] == "invalid_redirect_uri"
+    assert not server.file.exists()
+
+
+async def test_a_dynamic_registration_with_an_unknown_scope_is_refused(server: Server) -> None:
+    answer = await register(
+        server, redirect_uris=["https://app.example/cb"], client_name="x", scope="mcp root"
+    )
+
+    assert answer.status_code == 400
+    assert answer.json()["error"] == "invalid_client_metadata"
+    assert not server.file.exists()
+
+
+async def test_a_confidential_client_needs_its_secret(
+    server: Server, authorize: Any, client_site: ClientSite
+) -> None:
+    registered = (
+        await register(server, redirect_uris=[client_site.callback_url], client_name="Conf")
+    ).json()
+    grant = await authorize(registered["client_id"])
+
+    without = await exchange(server, grant)
+    with_secret = await exchange(server, grant, client_secret=registered["client_secret"])
+
+    assert registered["token_endpoint_auth_method"] == "client_secret_post"
+    assert without.status_code == 401
+    assert without.json()["error"] == "invalid_client"
+    assert with_secret.status_code == 200
+
+
+# --- revocation (RFC 7009) ---------------------------------------------------------------
+
+
+async def revoke(server: Server, **form: str) -> httpx2.Response:
+    async with httpx2.AsyncClient() as http:
+        return await http.post(server.endpoint("revoke"), data=form)
+
+
+async def test_a_public_client_revokes_with_its_client_id_alone(
+    server: Server, authorize: Any
+) -> None:
+    grant = await authorize()
+    tokens = (await exchange(server, grant)).json()
+
+    answer = await revoke(server, token=tokens["refresh_token"], client_id=grant.client_id)
+
+    assert answer.status_code == 200
+    assert server.stored()["grants"] == {}
+
+
+async def test_a_client_cannot_revoke_another_clients_token(
+    server: Server, authorize: Any, client_site: ClientSite
+) -> None:
+    grant = await authorize()
+    tokens = (await exchange(server, grant)).json()
+    before = server.stored()
+
+    answer = await revoke(
+        server,
+        token=tokens["access_token"],
+        client_id=client_site.publish("other.json", client_name="Other"),
+    )
+
+    assert answer.status_code == 400
+    assert answer.json()["error"] == "unauthorized_client"
+    assert server.stored() == before
+
+
+async def test_revoking_an_unknown_token_is_fine_and_changes_nothing(
+    server: Server, authorize: Any
+) -> None:
+    grant = await authorize()
+    await exchange(server, grant)
+    before = server.stored()
+
+    answer = await revoke(server, token="jmcp_at_unknown", client_id=grant.client_id)
+
+    assert answer.status_code == 200
+    assert server.stored() == before
+
+
+# --- the consent page ------------------------------------------------------------------
+
+
+async def test_the_user_denies_and_the_client_hears_access_denied(
+    server: Server, authorize: Any
+) -> None:
+    answer = (await authorize(consent={"decision": "deny"})).query
+
+    assert answer["error"] == "access_denied"
+    assert answer["state"] == "the-state" and answer["iss"] == server.issuer
+    assert not server.file.exists()
+
+
+async def test_the_consent_page_needs_jupyters_login(
+    server: Server, client_site: ClientSite
+) -> None:
+    first = await authorize_url(server, **params(client_site, server))
+    async with httpx2.AsyncClient() as http:
+        page = await http.get(first.headers["Location"])
+
+    assert page.status_code == 302
+    assert "/login?next=" in page.headers["Location"]
+
+
+async def test_the_consent_page_cannot_be_framed_and_names_the_client(
+    server: Server, client_site: ClientSite
+) -> None:
+    first = await authorize_url(server, **params(client_site, server))
+    async with httpx2.AsyncClient() as http:
+        page = await http.get(
+            first.headers["Location"], headers={"Authorization": f"token {server.token}"}
+        )
+
+    assert page.status_code == 200
+    assert "frame-ancestors 'none'" in page.headers["Content-Security-Policy"]
+    assert page.headers["X-Frame-Options"] == "DENY"
+    assert f"form-action 'self' {client_site.url}" in page.headers["Content-Security-Policy"]
+    assert "Test Connector" in page.text
+    assert f"{client_site.url}/client.json" in page.text
+    assert "Any\n  program running here could claim" in page.text  # the loopback warning
+
+
+async def test_a_consent_post_without_the_pages_xsrf_token_is_refused(
+    server: Server, client_site: ClientSite
+) -> None:
+    first = await authorize_url(server, **params(client_site, server))
+    consent = first.headers["Location"]
+    request_id = parse_qs(urlsplit(consent).query)["request"][0]
+    async with httpx2.AsyncClient() as http:
+        # A logged-in browser: the cookie a token login leaves...
+        login = await http.get(f"{server.base}?token={server.token}")
+        assert login.status_code in (200, 302)
+        # ...and a post from another site, which has the cookie but not the page's token.
+        answer = await http.post(
+            consent.split("?")[0],
+            data={"request": request_id, "decision": "allow"},
+            headers={"Origin": "https://evil.example"},
+        )
+
+    assert answer.status_code in (403, 404)
+    assert not server.file.exists()
+    assert client_site._callbacks.empty()
+
+
+async def test_an_unknown_or_expired_request_shows_why_on_the_consent_page(
+    server: Server, client_site: ClientSite
+) -> None:
+    first = await authorize_url(server, **params(client_site, server))
+    server.oauth.clock = lambda: time.time() + 601  # the request waited more than 10 minutes
+    async with httpx2.AsyncClient() as http:
+        page = await http.get(
+            first.headers["Location"], headers={"Authorization": f"token {server.token}"}
+        )
+
+    assert page.status_code == 400
+    assert "unknown or has expired" in page.text and "start again from the client" in page.text
+    assert client_site._callbacks.empty()

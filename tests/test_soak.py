@@ -1,0 +1,37 @@
+"""A short soak (``benchmarks/soak.py``): after a mixed agent workload the server is back where
+it started.
+
+Every kind of agent work runs at once for a short while (cells, snippets and variables in
+notebook kernels, file edits and searches, git commits, background and terminal commands, run
+configurations, sessions of both protocol eras opened and closed, seed REST calls, sessions
+abandoned without a goodbye). Then, the agents' notebooks keeping their kernels, the server's
+open file descriptors, threads (beyond its pools, which keep theirs up to a bound), asyncio
+tasks, child processes and kernels are back at the level they had after one round of the same
+work. Counts are compared, never times: the soak waits for the counts, and fails only when
+they stay above the baseline.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
+sys.path.insert(0, str(BENCHMARKS))
+
+from soak import COUNTS, soak  # noqa: E402
+
+
+def test_after_a_mixed_workload_every_count_returns_to_its_baseline() -> None:
+    # Abandoned sessions end after 10 s without a request, well within the wait.
+    report = soak(minutes=0.4, interval=8, agents=1, settle=180, session_idle=10)
+    assert report.errors == []
+    assert report.calls >= 100  # the load did run
+    baseline, after = report.of("baseline"), report.of("after")
+    during = [found for label, found in report.samples if label.endswith(" min")]
+    assert during, "no sample was taken during the load"
+    # The load was real: it held sessions (their tasks) and started run kernels.
+    assert max(found["tasks"] for found in during) > baseline["tasks"]
+    # The agents' notebooks keep their kernels: those are part of the baseline.
+    assert baseline["kernels"] >= 1
+    assert report.not_returned() == {}, [(k, baseline[k], after[k]) for k in COUNTS]
