@@ -85,12 +85,14 @@ def jupyter_server(
         *extra,
     ]
     scratch = None if cwd is not None else tempfile.TemporaryDirectory(prefix="jupyter-cwd-")
+    # The log goes to a file: a pipe nobody reads would fill and stop the server mid-run.
+    log = tempfile.TemporaryFile()
     proc = subprocess.Popen(
         cmd,
         env=env,
         cwd=cwd if scratch is None else scratch.name,
         stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
+        stderr=log,
     )
     server = Server(root, port, token, proc)
     try:
@@ -104,13 +106,16 @@ def jupyter_server(
             except OSError:
                 pass
             if proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(
-                    "jupyter server did not start: " + proc.stderr.read().decode()[-2000:]
-                )
+                log.seek(0)
+                raise RuntimeError("jupyter server did not start: " + log.read().decode()[-2000:])
             time.sleep(0.2)
         yield server
     finally:
         _stop(proc)
+        if os.environ.get("BENCH_SERVER_LOG"):
+            log.seek(0)
+            sys.stderr.write(log.read().decode()[-int(os.environ["BENCH_SERVER_LOG"]) :])
+        log.close()
         if scratch is not None:
             scratch.cleanup()
 

@@ -29,6 +29,11 @@ from .kernels.managers import process_groups as kernel_process_groups
 from .lab.editor import EditorBridge
 from .lab.live_notebooks import LiveNotebooks
 from .plugins.host import load_plugins
+from .prompts.catalog import Prompts
+from .resources.changes import WriteLog
+from .resources.project import ProjectResources
+from .resources.registry import ResourceRegistry
+from .resources.subscriptions import SubscriptionHub
 from .services import build_services, warm_up
 from .surfaces.mcp import MCPSurface, allowed_hosts
 from .surfaces.routes import default_handlers
@@ -37,6 +42,16 @@ from .tools import builtin_tools
 
 #: Every setting's default, in one place (the fields of :class:`Settings`).
 _DEFAULTS = Settings()
+
+
+def both(first: Callable[[Path], None], then: Callable[[Path], None]) -> Callable[[Path], None]:
+    """A file hook that calls ``first`` (which may raise to refuse), then ``then``."""
+
+    def hook(path: Path) -> None:
+        first(path)
+        then(path)
+
+    return hook
 
 
 class JupyterMCP(ExtensionApp):
@@ -403,8 +418,11 @@ class JupyterMCP(ExtensionApp):
         # the activity panel's record of calls (long ones shown while they run).
         editor = EditorBridge(self.tool_context)
         services.editor = editor
-        services.before_file_write = editor.before_file_write
-        services.on_file_written = editor.on_file_written
+        # Who wrote a file is remembered too, so that a session's own writes are not told to
+        # its resource subscriptions.
+        writes = services.writes = WriteLog()
+        services.before_file_write = both(editor.before_file_write, writes.writing)
+        services.on_file_written = both(editor.on_file_written, writes.written)
         services.approver = editor.approve
         # Notebooks open in JupyterLab (or shared, with jupyter-collaboration) change live, and
         # load through the contents manager with the cell ids the tools give out.
@@ -416,6 +434,11 @@ class JupyterMCP(ExtensionApp):
             "jupyter_mcp %s: %d tools for %s", __version__, len(self.registry.all()), root_dir
         )
         services.plugins = load_plugins(self.registry, disabled=self.disabled_plugins, log=self.log)
+        # MCP resources, their subscriptions and the prompts built on them.
+        project = ProjectResources(self.tool_context, editor, writes)
+        services.resources = ResourceRegistry([project])
+        services.subscriptions = SubscriptionHub(services.resources)
+        services.prompts = Prompts(project)
         services.mcp_surface = MCPSurface(
             self.registry, self.tool_context, allowed_hosts=allowed_hosts(self.serverapp)
         )

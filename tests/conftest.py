@@ -4,13 +4,19 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import asynccontextmanager
 from typing import Any
 
+import httpx2
 import pytest
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import MCP_DEFAULT_SSE_READ_TIMEOUT, MCP_DEFAULT_TIMEOUT
 from server_configs import server_config
 
-pytest_plugins = ["pytest_jupyter.jupyter_server"]
+# lab_windows: scripted JupyterLab windows on the lab socket (the bridge, open_window fixtures).
+pytest_plugins = ["pytest_jupyter.jupyter_server", "lab_windows"]
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
@@ -63,6 +69,27 @@ def mcp_url(http_server: Any, http_server_port: tuple[Any, int], jp_base_url: st
 def token(jp_serverapp: Any) -> str:
     """The test server's token."""
     return str(jp_serverapp.identity_provider.token)
+
+
+@pytest.fixture
+def connect(mcp_url: str, token: str):  # type: ignore[no-untyped-def]
+    """``async with connect(mode, **client_options) as client``: an official SDK client on
+    ``/mcp`` (``mode`` ``legacy``: the 2025 handshake; ``auto``: 2026-07-28 with this server).
+    ``query`` is added to the URL (``query="toolsets=files"``)."""
+
+    @asynccontextmanager
+    async def _connect(mode: str, *, query: str = "", **options: Any) -> AsyncIterator[Client]:
+        # The SDK's own timeouts: an event stream may stay quiet for minutes (httpx's 5 s
+        # would drop a quiet GET stream, and with it every notification, after two tries).
+        timeout = httpx2.Timeout(MCP_DEFAULT_TIMEOUT, read=MCP_DEFAULT_SSE_READ_TIMEOUT)
+        headers = {"Authorization": f"token {token}"}
+        async with httpx2.AsyncClient(headers=headers, timeout=timeout) as http:
+            url = f"{mcp_url}?{query}" if query else mcp_url
+            transport = streamable_http_client(url, http_client=http)
+            async with Client(transport, mode=mode, **options) as client:
+                yield client
+
+    return _connect
 
 
 @pytest.fixture

@@ -35,6 +35,8 @@ LAYERS = [
     "execution",
     "lab",
     "plugins",
+    "resources",
+    "prompts",
     "surfaces",
     "tools",
     "cli",

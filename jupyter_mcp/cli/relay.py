@@ -102,6 +102,8 @@ class Relay:
         self._initialize: dict[str, Any] | None = None
         self._reopen_lock = asyncio.Lock()
         self._reopened = 0
+        # The client's resource subscriptions on its legacy session, made again on a new one.
+        self._subscriptions: dict[str, None] = {}
 
     def emit(self, message: Any) -> None:
         """Write one message to stdout as a single line."""
@@ -155,6 +157,7 @@ class Relay:
                 entry[0].cancel()
                 return
         modern = _modern_version(message) is not None
+        self._note_subscription(message)
         task = asyncio.get_running_loop().create_task(self._post(message))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
@@ -166,6 +169,17 @@ class Relay:
             self._initialize = message
             # Later messages need the session id that this answer brings.
             await asyncio.shield(task)
+
+    def _note_subscription(self, message: dict[str, Any]) -> None:
+        """Remember the resources the client subscribes to on its legacy session."""
+        method = message.get("method")
+        uri = (message.get("params") or {}).get("uri")
+        if not isinstance(uri, str) or _modern_version(message) is not None:
+            return
+        if method == "resources/subscribe":
+            self._subscriptions[uri] = None
+        elif method == "resources/unsubscribe":
+            self._subscriptions.pop(uri, None)
 
     def _settled(self, request_id: Any, _task: asyncio.Task[None]) -> None:
         self._in_flight.pop(request_id, None)
@@ -336,6 +350,20 @@ class Relay:
                     content=json.dumps(initialized).encode(),
                     headers=self._headers(initialized),
                 )
+                # The client's subscriptions belonged to the lost session: make them again
+                # (their answers are the relay's own, not forwarded).
+                for n, uri in enumerate(list(self._subscriptions)):
+                    subscribe = {
+                        "jsonrpc": "2.0",
+                        "id": f"jupyter-mcp-resubscribe-{self._reopened}-{n}",
+                        "method": "resources/subscribe",
+                        "params": {"uri": uri},
+                    }
+                    await self.http.post(
+                        self.target.mcp_url,
+                        content=json.dumps(subscribe).encode(),
+                        headers=self._headers(subscribe),
+                    )
             except Exception as e:  # unreachable, or an answer that is not JSON-RPC
                 log.warning("jupyter-mcp: opening a new session failed: %s", e)
                 return False

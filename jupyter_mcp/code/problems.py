@@ -70,7 +70,7 @@ def notebook_problems(
         if cell.get("cell_type") != "code" or not cell.get("source", "").strip():
             continue
         source = cell["source"]
-        code = _as_python(source)
+        code = cell_as_python(source)
         if code is None:
             continue  # a cell magic (%%bash, %%timeit…): its body is not Python to check
         _tree, error = _parse(code, filename)
@@ -102,11 +102,11 @@ def notebook_problems(
                         "the top fails here"
                     )
             problems.append(_in_cell(problem, index, cells, markers))
-    problems.extend(_execution_order(cells, markers))
+    problems.extend(execution_order(cells, markers))
     return sorted(problems, key=lambda p: (p["line"], p["character"], p["message"]))
 
 
-def _as_python(source: str) -> str | None:
+def cell_as_python(source: str) -> str | None:
     """The Python IPython runs for a cell (same lines), or None for a cell magic."""
     if source.lstrip().startswith("%%"):
         return None
@@ -207,9 +207,7 @@ def _top_level_names(tree: ast.AST) -> set[str]:
     return names
 
 
-def _execution_order(
-    cells: list[dict[str, Any]], markers: list[int] | None
-) -> list[dict[str, Any]]:
+def execution_order(cells: list[dict[str, Any]], markers: list[int] | None) -> list[dict[str, Any]]:
     """A warning for each code cell that ran before a cell above it (execution counts)."""
     found = []
     previous: tuple[int, int] | None = None  # (cell index, count) of the highest count so far

@@ -35,6 +35,10 @@ if TYPE_CHECKING:
     from ..kernels.runner import Executions
     from ..lab.editor import EditorBridge
     from ..plugins.host import PluginHost
+    from ..prompts.catalog import Prompts
+    from ..resources.changes import WriteLog
+    from ..resources.registry import ResourceRegistry
+    from ..resources.subscriptions import SubscriptionHub
     from ..search.backend import ProjectSearch
     from ..surfaces.mcp import MCPSurface
     from ..surfaces.seed_port import SeedPortListener
@@ -43,6 +47,32 @@ if TYPE_CHECKING:
 #: Set by a surface around one call, so that long tools can report progress.
 progress_reporter: contextvars.ContextVar[Callable[[float, float | None, str | None], None] | None]
 progress_reporter = contextvars.ContextVar("jupyter_mcp_progress", default=None)
+
+
+@dataclass(eq=False)
+class Actor:
+    """Who changes the project from within a tool call: an MCP session, while its call runs.
+
+    A surface sets it (:data:`current_actor`) around each call of a session; whatever the call
+    changes (files, live notebooks) is then known to be that session's own change, which its
+    resource subscriptions are not told about. Work that outlives the call (a background run)
+    runs with ``running`` false and is told like anyone else's change.
+    """
+
+    session: str
+    running: bool = True
+
+
+#: The :class:`Actor` of the tool call running in this context, None outside one.
+current_actor: contextvars.ContextVar[Actor | None] = contextvars.ContextVar(
+    "jupyter_mcp_actor", default=None
+)
+
+
+def acting() -> Actor | None:
+    """The actor whose call is making a change now, or None (the user, or no session)."""
+    actor = current_actor.get()
+    return actor if actor is not None and actor.running else None
 
 
 class TaskLink(Protocol):
@@ -191,6 +221,13 @@ class Services:
     plugins: PluginHost | None = None
     #: The listener on the seed port range, when ``port_range`` asks for one.
     seed_port: SeedPortListener | None = None
+    #: The MCP resources (one provider per URI family; the Apps views add theirs).
+    resources: ResourceRegistry | None = None
+    #: Who is told of which resource change (both protocol eras).
+    subscriptions: SubscriptionHub | None = None
+    #: Which session's tool call wrote each file (told apart from everyone else's writes).
+    writes: WriteLog | None = None
+    prompts: Prompts | None = None
     mcp_surface: MCPSurface | None = None
     #: The server's own OAuth authorization server for remote MCP clients (None: turned off).
     oauth: OAuthServer | None = None
@@ -200,6 +237,10 @@ class Services:
         steps: list[tuple[str, Callable[[], Awaitable[object]]]] = []
         if self.mcp_surface is not None:
             steps.append(("the MCP surface", self.mcp_surface.stop))  # ends every session
+        if self.subscriptions is not None:
+            steps.append(("resource subscriptions", self.subscriptions.close))
+        if self.resources is not None:
+            steps.append(("resource watches", self.resources.close))
         steps += [
             ("debug sessions", self.debugger.shutdown),  # before kernels go: nothing stays paused
             ("runs", self.runs.shutdown),  # and their kernels

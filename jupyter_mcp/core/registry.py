@@ -456,6 +456,10 @@ class Registry:
         """Every registered tool, whatever the policies say."""
         return list(self._tools.values())
 
+    def find(self, name: str) -> Tool | None:
+        """The tool registered as ``name``, whatever the policies say; None when there is none."""
+        return self._tools.get(name)
+
     def visible(
         self, ctx: ToolContext, toolsets: frozenset[str] | None = None, *, read_only: bool = False
     ) -> list[Tool]:

@@ -66,6 +66,12 @@ def _check_file(ctx: ToolContext, path: Path, shown: str) -> None:
         )
 
 
+def read_file_bytes(ctx: ToolContext, path: Path, shown: str) -> bytes:
+    """The file's bytes, binary or not, within the size limit the text tools have."""
+    _check_file(ctx, path, shown)
+    return path.read_bytes()
+
+
 def read_raw_text(ctx: ToolContext, path: Path, shown: str) -> str:
     """The file's text exactly as stored (line endings kept); refuses binary files."""
     _check_file(ctx, path, shown)

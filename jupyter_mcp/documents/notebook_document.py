@@ -79,8 +79,12 @@ class NotebookDocument(Protocol):
 class NotebookDocuments(Protocol):
     """Opens the document of a notebook path, choosing where it lives."""
 
-    async def open(self, path: Path, shown: str) -> NotebookDocument:
+    async def open(self, path: Path, shown: str, *, create: bool = True) -> NotebookDocument:
         """The document of the notebook at ``path`` (an existing ``.ipynb`` in the project).
+
+        ``create``: whether a live document may be made for it when none is open (a shared
+        document, with jupyter-collaboration); a reader that must not leave one behind says
+        False and gets the file's document then.
 
         Raises :class:`~jupyter_mcp.core.errors.ToolError` for a missing file or one that is
         not a notebook.

@@ -204,7 +204,7 @@ class FileNotebooks:
     def __init__(self, ctx: ToolContext) -> None:
         self.ctx = ctx
 
-    async def open(self, path: Path, shown: str) -> FileNotebook:
+    async def open(self, path: Path, shown: str, *, create: bool = True) -> FileNotebook:
         # Clear errors up front; the parse is cached, so the snapshot that follows is cheap.
         await asyncio.to_thread(load_notebook, self.ctx, path, shown, private=False)
         return FileNotebook(self.ctx, path, shown)

@@ -423,6 +423,25 @@ class GitProject:
             changes.append(item)
         return changes
 
+    def changed_since(self, base: str) -> list[str]:
+        """The project's files that differ in the working tree from ``base`` (a revision):
+        changed, added or deleted since, and untracked ones, sorted."""
+        commit = self.resolve_commit(base, "base")
+        args = ["diff", "--name-only", "-z", "--no-renames", commit]
+        if self.prefix:
+            args += ["--", self.prefix]
+        names = {
+            inside
+            for name in self.run(*args).stdout.split("\x00")
+            if name and (inside := self.project_path(name))
+        }
+        names.update(c["pathInProject"] for c in self.status() if c["type"] == UNVERSIONED)
+        return sorted(names)
+
+    def tags(self) -> list[str]:
+        """Names of the tags, sorted."""
+        return sorted(line for line in self.run("tag", "--list").stdout.splitlines() if line)
+
     def find_commits(self, text: str) -> list[str]:
         """Full hashes of commits whose message holds every word of ``text``, newest first."""
         words = text.split()

@@ -24,13 +24,13 @@ import json
 import os
 import threading
 import time
-from collections import deque
+from collections import OrderedDict, deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..core.context import running_task
+from ..core.context import Actor, acting, running_task
 from ..core.errors import ToolError
 from ..core.registry import current_call_id
 from ..documents.notebook_view import notebook_from_cells, view_of_notebook
@@ -53,6 +53,10 @@ RUNNING_AFTER = 0.5
 TASK_UPDATE_GAP = 1.0
 
 Send = Callable[[dict[str, Any]], None]
+
+#: Requests (and reload notices) whose sender's actor is remembered, to name the author of the
+#: document changes a window reports for them.
+REMEMBERED_ORIGINS = 1000
 
 
 class NoWindowError(ToolError):
@@ -89,6 +93,23 @@ class Document:
         if not isinstance(path, str) or not path or kind not in ("file", "notebook"):
             return None
         return cls(path=path.lstrip("/"), type=kind, dirty=bool(data.get("dirty")))
+
+
+@dataclass(frozen=True)
+class DocumentChange:
+    """A window reports that a document it shows changed (before it is saved)."""
+
+    #: The document's path as JupyterLab names it (relative to the server's root).
+    path: str
+    type: str  # "file" or "notebook"
+    #: The notebook cells whose source, type, outputs, count or metadata changed, deleted ones
+    #: included; None when the window could not tell (a file, a whole reload).
+    cells: frozenset[str] | None
+    #: Whether the document's text (a file's, a notebook's percent view) may have changed.
+    sources: bool
+    #: Who made it: the actor of a request or reload notice of ours the window was applying
+    #: (a session's tool call), None for the user of the window.
+    authors: tuple[Actor | None, ...]
 
 
 @dataclass
@@ -133,6 +154,10 @@ class EditorBridge:
         # one it saw running before.
         self._instance = os.urandom(4).hex()
         self._breakpoints: BreakpointSync | None = None
+        # The actors of requests and reload notices sent from a session's tool call, by id.
+        self._origins: OrderedDict[int, Actor] = OrderedDict()
+        self._document_listeners: list[Callable[[DocumentChange], None]] = []
+        self._open_listeners: list[Callable[[], None]] = []
 
     # -- wiring ----------------------------------------------------------------------------
 
@@ -176,6 +201,22 @@ class EditorBridge:
             sync.push(window)
         return window
 
+    def add_document_listener(self, listener: Callable[[DocumentChange], None]) -> None:
+        """Tell ``listener`` (on the loop) of every document change a window reports."""
+        self._document_listeners.append(listener)
+
+    def add_open_listener(self, listener: Callable[[], None]) -> None:
+        """Tell ``listener`` (on the loop) whenever the documents open in the windows may have
+        changed (a window opened or closed one, connected or left)."""
+        self._open_listeners.append(listener)
+
+    def _tell_open(self) -> None:
+        for listener in list(self._open_listeners):
+            try:
+                listener()
+            except Exception:  # a listener must not break the link
+                self.ctx.log.exception("jupyter_mcp: an open-documents listener failed")
+
     def _breakpoint_sync(self) -> BreakpointSync:
         # The breakpoint store is another service; follow it from the first window (on the loop).
         if self._breakpoints is None:
@@ -192,6 +233,7 @@ class EditorBridge:
                 return
             del self._windows[window_id]
         self._fail_pending(window_id, "The JupyterLab window disconnected before answering")
+        self._tell_open()
 
     def receive(self, window_id: str, message: Any) -> None:
         """Handle one message from a window: a state report or the answer to a request."""
@@ -202,6 +244,8 @@ class EditorBridge:
             self._resolve(window_id, message)
         elif kind == "state":
             self._update_state(window_id, message)
+        elif kind == "changed":
+            self._document_changed(window_id, message)
         elif kind == "breakpointsChanged":
             sync = self._breakpoint_sync()
             if sync is not None:
@@ -219,9 +263,56 @@ class EditorBridge:
             if "selection" in message:
                 selection = message["selection"]
                 window.selection = selection if isinstance(selection, dict) else None
+            opened = None
             if isinstance(message.get("open"), list):
                 docs = (Document.from_message(d) for d in message["open"])
-                window.open = [d for d in docs if d is not None]
+                opened = [d for d in docs if d is not None]
+                before = [(d.path, d.type) for d in window.open]
+                window.open = opened
+        if opened is not None and [(d.path, d.type) for d in opened] != before:
+            self._tell_open()
+
+    def _document_changed(self, window_id: str, message: dict[str, Any]) -> None:
+        if window_id not in self._windows or not self._document_listeners:
+            return
+        doc = Document.from_message({**message, "type": message.get("kind")})
+        if doc is None:
+            return
+        cells = message.get("cells")
+        origins = message.get("origins")
+        authors: list[Actor | None] = []
+        if isinstance(origins, list):
+            known = [o for o in origins if isinstance(o, int)]
+            with self._lock:
+                authors += [self._origins[o] for o in known if o in self._origins]
+        if message.get("user") or not authors:
+            authors.append(None)
+        change = DocumentChange(
+            path=doc.path,
+            type=doc.type,
+            cells=(
+                frozenset(c for c in cells if isinstance(c, str))
+                if isinstance(cells, list)
+                else None
+            ),
+            sources=bool(message.get("sources", True)),
+            authors=tuple(dict.fromkeys(authors)),
+        )
+        for listener in list(self._document_listeners):
+            try:
+                listener(change)
+            except Exception:
+                self.ctx.log.exception("jupyter_mcp: a document listener failed")
+
+    def _remember_origin(self, origin: int) -> None:
+        """Remember that the request or notice ``origin`` comes from the acting session."""
+        actor = acting()
+        if actor is None:
+            return
+        with self._lock:  # file tools write (and call this) from their worker threads
+            self._origins[origin] = actor
+            while len(self._origins) > REMEMBERED_ORIGINS:
+                self._origins.popitem(last=False)
 
     # -- queries (any thread) ------------------------------------------------------------------
 
@@ -280,9 +371,15 @@ class EditorBridge:
                 )
 
     def on_file_written(self, path: Path) -> None:
-        """Tell each window that shows ``path`` to reload it (windows skip unsaved documents)."""
+        """Tell each window that shows ``path`` to reload it (windows skip unsaved documents).
+
+        The notice carries an id, which the window reports with the change the reload makes,
+        so that the change is known to be the writing session's.
+        """
         for window, doc in self.documents_at(path):
-            self._send_threadsafe(window, {"type": "reload", "path": doc.path})
+            origin = next(self._ids)
+            self._remember_origin(origin)
+            self._send_threadsafe(window, {"type": "reload", "path": doc.path, "origin": origin})
 
     def _send_threadsafe(self, window: Window, message: dict[str, Any]) -> None:
         loop = self._loop
@@ -322,6 +419,7 @@ class EditorBridge:
         loop = asyncio.get_running_loop()
         self._loop = loop
         request_id = next(self._ids)
+        self._remember_origin(request_id)
         future: asyncio.Future[Any] = loop.create_future()
         self._pending[request_id] = (window.id, future)
         limit = self.timeout if timeout is None else timeout

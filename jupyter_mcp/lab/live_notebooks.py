@@ -481,8 +481,21 @@ class LiveNotebooks:
         self.ctx = ctx
         self.bridge = bridge
         self.files = files if files is not None else FileNotebooks(ctx)
+        self._shared_listeners: list[Callable[[str, Any], None]] = []
 
-    async def open(self, path: Path, shown: str) -> NotebookDocument:
+    def add_shared_listener(self, listener: Callable[[str, Any], None]) -> None:
+        """Tell ``listener`` of each shared document a tool opens (its server path and the
+        document), before the tool changes it."""
+        self._shared_listeners.append(listener)
+
+    def _opened_shared(self, lab_path: str, ydoc: Any) -> None:
+        for listener in list(self._shared_listeners):
+            try:
+                listener(lab_path, ydoc)
+            except Exception:  # a listener must never fail the tool
+                self.ctx.log.exception("jupyter_mcp: a shared-document listener failed")
+
+    async def open(self, path: Path, shown: str, *, create: bool = True) -> NotebookDocument:
         serverapp = self.ctx.serverapp
         extension = collaboration(serverapp) if serverapp is not None else None
         lab_path = api_path(self.ctx, path) if serverapp is not None else ""
@@ -500,6 +513,7 @@ class LiveNotebooks:
                 )
             if ydoc is None:
                 raise
+            self._opened_shared(lab_path, ydoc)
             return SharedNotebook(self.ctx, ydoc, path, shown)
         if serverapp is None:
             return doc
@@ -512,7 +526,7 @@ class LiveNotebooks:
                     content_type="notebook",
                     file_format="json",
                     copy=False,
-                    create=True,
+                    create=create,
                 )
             except Exception as e:  # jupyter-collaboration's own failure to load the notebook
                 # (jupyter_ydoc wants a source in every cell, which a cell of a newer minor
@@ -526,6 +540,7 @@ class LiveNotebooks:
                 )
             else:
                 if ydoc is not None:
+                    self._opened_shared(lab_path, ydoc)
                     return SharedNotebook(self.ctx, ydoc, path, shown)
         window = self._window_showing(path)
         if window is not None and self.bridge is not None:

@@ -8,8 +8,6 @@ window focused last) when it names none, so agents on one server never act on ea
 from __future__ import annotations
 
 import asyncio
-import re
-import urllib.parse
 from collections.abc import Hashable
 from pathlib import Path
 from typing import Any
@@ -17,7 +15,8 @@ from typing import Any
 from ..core.context import ToolContext
 from ..core.errors import ToolError
 from ..core.registry import Image
-from ..documents.cells import find_cell, source_of
+from ..core.uris import format_uri
+from ..documents.cells import source_of
 from ..documents.facts import is_notebook
 from ..documents.notebook_document import NotebookDocument
 from ..kernels import managers
@@ -92,25 +91,11 @@ async def notebook_version(ctx: ToolContext, arguments: dict[str, Any]) -> Hasha
 #: Characters of one output's text in a listing of cells, and in one cell read in full.
 LISTING_TEXT_LIMIT = 1000
 CELL_TEXT_LIMIT = 20000
-#: Where an output's picture can be read as an MCP resource.
-IMAGE_URI = "jupyter-mcp://notebook/{path}/cell/{cellId}/output/{index}"
-_IMAGE_URI = re.compile(
-    r"^jupyter-mcp://notebook/(?P<path>.+)/cell/(?P<cell>[^/]+)/output/(?P<n>\d+)$"
-)
 
 
 def image_uri(shown: str, cell_id: str, index: int) -> str:
-    """The resource URI of output ``index`` (0-based) of a cell."""
-    return IMAGE_URI.format(
-        path=urllib.parse.quote(shown, safe="/"),
-        cellId=urllib.parse.quote(cell_id, safe=""),
-        index=index,
-    )
-
-
-def is_image_uri(uri: str) -> bool:
-    """Whether ``uri`` has the form of :data:`IMAGE_URI`."""
-    return _IMAGE_URI.match(uri) is not None
+    """The resource URI of output ``index`` (0-based) of a cell, where its picture is read."""
+    return format_uri("output", shown, cell_id, index)
 
 
 def cell_object(
@@ -140,6 +125,40 @@ def cell_object(
     return found
 
 
+async def notebook_cells(
+    ctx: ToolContext,
+    doc: NotebookDocument,
+    nb: dict[str, Any],
+    *,
+    start: int = 0,
+    limit: int | None = None,
+    include_outputs: bool = True,
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """A page of the notebook's cells as ``get_notebook_cells`` answers it (the notebook
+    resource is all of them), and the cells of the page (whose pictures go with it)."""
+    cells = nb["cells"]
+    page = cells[start:] if limit is None else cells[start : start + limit]
+    found: dict[str, Any] = {
+        "path": doc.shown,
+        "cellCount": len(cells),
+        "kernel": await kernel_of(ctx, doc.path),
+        "start": start,
+        "cells": [
+            cell_object(
+                cell,
+                start + i,
+                shown=doc.shown,
+                include_outputs=include_outputs,
+                limit=LISTING_TEXT_LIMIT,
+            )
+            for i, cell in enumerate(page)
+        ],
+    }
+    if start + len(page) < len(cells):
+        found["nextStart"] = start + len(page)
+    return found, page
+
+
 def cell_images(cells: list[dict[str, Any]]) -> list[Image]:
     """The pictures of the outputs of ``cells``, in order."""
     return [image for cell in cells for image in images_of(cell.get("outputs") or [])]
@@ -161,23 +180,3 @@ async def kernel_of(ctx: ToolContext, path: Path) -> dict[str, Any] | None:
         "name": getattr(manager, "kernel_name", None),
         "state": await managers.state(manager),
     }
-
-
-async def output_image(ctx: ToolContext, uri: str) -> Image:
-    """The picture a resource URI of :func:`image_uri` names (ToolError when there is none)."""
-    match = _IMAGE_URI.match(uri)
-    if match is None:
-        raise ToolError(f"Not a notebook output resource: {uri}")
-    shown = urllib.parse.unquote(match["path"])
-    cell_id = urllib.parse.unquote(match["cell"])
-    doc = await open_notebook(ctx, shown)
-    nb = await doc.snapshot()
-    cell = nb["cells"][find_cell(nb, doc.shown, cell_id=cell_id)]
-    outputs = cell.get("outputs") or []
-    n = int(match["n"])
-    if n >= len(outputs):
-        raise ToolError(f"Cell {cell_id} of {doc.shown} has no output {n}")
-    images = images_of([outputs[n]])
-    if not images:
-        raise ToolError(f"Output {n} of cell {cell_id} of {doc.shown} is not a picture")
-    return images[0]

@@ -167,6 +167,11 @@ class WindowRequests:
         """Start the command: ``"ok"`` or ``"not found"``."""
 
     @_request
+    async def document_text(self, path: str) -> Any:
+        """The text of the file editor showing ``path`` (unsaved edits included); None when
+        it is not open there."""
+
+    @_request
     async def notebook_snapshot(self, path: str) -> Any:
         """The notebook open at ``path`` in full, live; None when it is not open there."""
 

@@ -228,11 +228,9 @@ def search_content(
     return results
 
 
-def find_names(
-    index: ProjectIndex, nameSubstring: str, maxResults: int = DEFAULT_MAX_RESULTS
-) -> list[dict[str, Any]]:
-    """Files of a refreshed ``index`` whose name contains ``nameSubstring``, best first."""
-    needle = nameSubstring.casefold()
+def _ranked(index: ProjectIndex, needle: str) -> list[FileEntry]:
+    """The files whose case-folded name contains ``needle``, best first: the exact name, then
+    names starting with it, then the rest; within each, shorter paths first, then by path."""
     ranked: list[tuple[int, int, str, FileEntry]] = []
     for entry in index.files():
         name = entry.name.casefold()
@@ -241,6 +239,14 @@ def find_names(
         rank = 0 if name == needle else 1 if name.startswith(needle) else 2
         ranked.append((rank, len(entry.rel), entry.rel, entry))
     ranked.sort(key=lambda r: r[:3])
+    return [entry for *_, entry in ranked]
+
+
+def find_names(
+    index: ProjectIndex, nameSubstring: str, maxResults: int = DEFAULT_MAX_RESULTS
+) -> list[dict[str, Any]]:
+    """Files of a refreshed ``index`` whose name contains ``nameSubstring``, best first."""
+    ranked = _ranked(index, nameSubstring.casefold())
     results: list[dict[str, Any]] = [
         {
             "path": entry.rel,
@@ -248,11 +254,59 @@ def find_names(
             "directory": entry.rel.rpartition("/")[0],
             "absolutePath": entry.path,
         }
-        for *_, entry in ranked[:maxResults]
+        for entry in ranked[:maxResults]
     ]
     if len(ranked) > maxResults:
         mark_truncated(results, maxResults)
     return results
+
+
+#: The listing order of the last :func:`list_files`: the index's file list it was made from
+#: (the same object while no file came or went) and the order.
+_listed: dict[int, tuple[list[FileEntry], list[FileEntry]]] = {}
+
+
+def list_files(index: ProjectIndex, start: int = 0, limit: int = 1000) -> dict[str, Any]:
+    """A page of every project file, in :func:`find_names`' order for a name that every file
+    has (shorter paths first): ``{"files": [[path, size], ...], "total": n}``."""
+    files = index.files()
+    cached = _listed.get(id(index))
+    if cached is None or cached[0] is not files:
+        cached = _listed[id(index)] = (files, _ranked(index, ""))
+    ordered = cached[1]
+    page = ordered[start : start + limit]
+    return {"files": [[e.rel, e.stamp[1]] for e in page], "total": len(ordered)}
+
+
+def complete_paths(
+    index: ProjectIndex, prefix: str, suffix: str = "", limit: int = 100
+) -> dict[str, Any]:
+    """Completions of a path typed so far, one folder level at a time, as a shell completes.
+
+    The project files (ending in ``suffix``, case-insensitive, when given) whose path starts
+    with ``prefix`` (case-insensitive) give the files of ``prefix``'s folder and its
+    sub-folders that hold such files (``name/``), sorted: ``{"values", "total"}``.
+    """
+    folded = prefix.casefold()
+    folder = prefix[: prefix.rfind("/") + 1]
+    wanted = suffix.casefold()
+    found: set[str] = set()
+    for entry in index.files():
+        rel = entry.rel
+        if not rel.casefold().startswith(folded):
+            continue
+        if wanted and not rel.casefold().endswith(wanted):
+            continue
+        rest = rel[len(folder) :]
+        head, slash, _ = rest.partition("/")
+        found.add(rel[: len(folder)] + head + slash)
+    ordered = sorted(found, key=lambda v: (v.casefold(), v))
+    return {"values": ordered[:limit], "total": len(ordered)}
+
+
+def listing_version(index: ProjectIndex) -> int:
+    """A number that changes whenever a project file appears or goes."""
+    return index.listing_version
 
 
 def index_size(index: ProjectIndex) -> int:
@@ -264,6 +318,9 @@ def index_size(index: ProjectIndex) -> int:
 OPERATIONS: dict[str, Callable[..., Any]] = {
     "content": search_content,
     "names": find_names,
+    "list": list_files,
+    "complete": complete_paths,
+    "listing": listing_version,
     "warm": index_size,
 }
 

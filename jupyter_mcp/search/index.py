@@ -18,17 +18,18 @@ import contextlib
 import errno
 import logging
 import os
-import sys
 import threading
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from ..core.context import Settings
 from ..core.errors import ToolError
 from ..documents.facts import Stamp, is_notebook, looks_binary, stamp_of, stamp_of_stat
 from ..documents.notebook_view import view_of, view_of_json
+from ..project.events import GONE, IGNORED, Q_OVERFLOW, WATCH_MASK, open_events, pending
 from ..project.walk import (
     IGNORE_FILE,
     IgnoreRules,
@@ -46,52 +47,6 @@ FOLD_SPECIALS = "ſıİ"
 _RACY_NS = 50_000_000
 
 log = logging.getLogger("jupyter_mcp.search")
-
-
-# --------------------------------------------------------------------------- inotify
-
-try:  # Linux only (a dependency there); elsewhere every refresh re-stats the tree
-    from inotify_simple import INotify
-    from inotify_simple import flags as _in
-except ImportError:  # pragma: no cover - not Linux, or not installed
-    INotify = None
-    _in = None
-
-if _in is not None:
-    _IN_Q_OVERFLOW = int(_in.Q_OVERFLOW)
-    _IN_IGNORED = int(_in.IGNORED)
-    _IN_GONE = int(_in.DELETE_SELF | _in.MOVE_SELF)
-    _WATCH_MASK = int(
-        _in.MODIFY
-        | _in.ATTRIB
-        | _in.CLOSE_WRITE
-        | _in.MOVED_FROM
-        | _in.MOVED_TO
-        | _in.CREATE
-        | _in.DELETE
-        | _in.DELETE_SELF
-        | _in.MOVE_SELF
-        | _in.ONLYDIR
-        | _in.DONT_FOLLOW
-        | _in.EXCL_UNLINK
-    )
-
-
-def open_events() -> INotify:
-    """A new inotify instance (close it when done); OSError where inotify is not available."""
-    if INotify is None or not sys.platform.startswith("linux"):
-        raise OSError(errno.ENOSYS, "inotify is not available on this system")
-    return INotify()
-
-
-def _pending(events: INotify) -> list[tuple[int, int, str]]:
-    """Every event queued on ``events`` as ``(wd, mask, name)``, without waiting."""
-    found: list[tuple[int, int, str]] = []
-    while True:
-        batch = events.read(timeout=0)
-        if not batch:
-            return found
-        found.extend((e.wd, e.mask, e.name) for e in batch)
 
 
 # --------------------------------------------------------------------------- the index
@@ -155,7 +110,7 @@ class ProjectIndex:
         self.cache_bytes = cache_bytes
         self._use_events = use_events
         self._lock = threading.RLock()
-        self._inotify: INotify | None = None
+        self._inotify: Any = None
         self._wds: dict[int, _Dir] = {}
         self._top: _Dir | None = None
         self._outer: list[tuple[str, str]] = []
@@ -169,8 +124,15 @@ class ProjectIndex:
         self._folded: list[tuple[FileEntry, str, str, str]] | None = None
         self._uncached = False
         self._closed = False
+        #: Counts the files that appeared or went (see :attr:`listing_version`).
+        self._listing = 0
 
     # ----------------------------------------------------------------- public
+
+    @property
+    def listing_version(self) -> int:
+        """A number that changes whenever a file appears in the index or leaves it."""
+        return self._listing
 
     @property
     def watching(self) -> bool:
@@ -285,6 +247,8 @@ class ProjectIndex:
         self._cached_chars = 0
         self._top = _Dir(rel="", path=str(self.root), rules=rules)
         self._scan(self._top, previous)
+        if previous.keys() - {e.rel for e in self._iter_files(self._top)}:
+            self._listing += 1  # files that went with the old tree (new ones counted already)
         self._changed()
 
     def _stop_events(self) -> None:
@@ -297,7 +261,7 @@ class ProjectIndex:
         if self._inotify is None:
             return
         try:
-            node.wd = self._inotify.add_watch(node.path, _WATCH_MASK)
+            node.wd = self._inotify.add_watch(node.path, WATCH_MASK)
         except OSError as e:
             if e.errno in (errno.ENOENT, errno.ENOTDIR):
                 return  # gone already; its parent's event will tell
@@ -358,6 +322,8 @@ class ProjectIndex:
                 else:
                     self._unloaded.add(entry)
                 node.files[name] = entry
+                if old is None:
+                    self._listing += 1
                 if link:
                     self._links.add(entry)
                 self._changed()
@@ -402,6 +368,7 @@ class ProjectIndex:
         self._changed()
 
     def _forget(self, entry: FileEntry) -> None:
+        self._listing += 1
         self._cached_chars -= entry._cached()
         entry.text = entry.folded = entry.specials = None
         self._links.discard(entry)
@@ -426,7 +393,7 @@ class ProjectIndex:
     def _apply_events(self) -> None:
         assert self._inotify is not None
         try:
-            events = _pending(self._inotify)
+            events = pending(self._inotify)
         except OSError as e:
             log.warning("search index: reading file events failed (%s); rebuilding", e)
             self._build()
@@ -434,18 +401,18 @@ class ProjectIndex:
         dirty: dict[int, _Dir] = {}
         touched: list[tuple[_Dir, str]] = []
         for wd, mask, name in events:
-            if mask & _IN_Q_OVERFLOW:
+            if mask & Q_OVERFLOW:
                 self._build()
                 return
             node = self._wds.get(wd)
-            if mask & _IN_IGNORED:
+            if mask & IGNORED:
                 self._wds.pop(wd, None)
                 if node is not None:
                     node.wd = None
                 continue
             if node is None or not node.alive:
                 continue
-            if mask & _IN_GONE:
+            if mask & GONE:
                 if node is self._top:
                     self._build()
                     return

@@ -33,17 +33,20 @@ import mcp_types as types
 from mcp.server.lowlevel.server import NotificationOptions, Server
 from mcp.server.models import InitializationOptions
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
-from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
+from mcp.shared.subscriptions import SUBSCRIPTION_ID_META_KEY
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from ..auth.scopes import Access
-from ..core.context import ToolContext, progress_reporter
+from ..core.context import Actor, Services, ToolContext, current_actor, progress_reporter
 from ..core.errors import ToolError
 from ..core.registry import TOOLSETS_HEADER, CallResult, Registry, Tool, request_toolsets
 from ..core.version import __version__
-from ..lab.notebooks import IMAGE_URI, is_image_uri, output_image
+from ..prompts.catalog import PromptError, Prompts
+from ..resources.links import links_for
+from ..resources.registry import ResourceError, ResourceRegistry, Scope
+from ..resources.subscriptions import ListKind, Notice, Subscriber, SubscriptionHub
 from ..tasks.protocol import CallOrigin, TaskProtocol
 
 # Logging is deprecated at 2026-07-28 but still part of the legacy era we serve.
@@ -224,13 +227,17 @@ def unicode_safe(value: Any) -> Any:
     return value
 
 
-def call_tool_result(result: CallResult, protocol_version: str) -> dict[str, Any]:
+def call_tool_result(
+    result: CallResult, protocol_version: str, links: list[dict[str, Any]] | None = None
+) -> dict[str, Any]:
     """The MCP result of a successful call, in its wire form (the SDK validates it on the way
     out; building its models here first would only be dumped again).
 
     ``content[0]`` is exactly the result window; when more remains, a second text block says how
-    long the whole result is and where to read on. A JSON object (or, from 2026-07-28 on, any
-    JSON value) is also given as ``structuredContent`` when the whole of it fits the window.
+    long the whole result is and where to read on. Pictures follow, then ``links`` (the
+    ``resource_link`` blocks of the files and cells the call named). A JSON object (or, from
+    2026-07-28 on, any JSON value) is also given as ``structuredContent`` when the whole of it
+    fits the window.
     """
     content: list[dict[str, Any]] = [{"type": "text", "text": unicode_safe(result.text)}]
     start, end = result.window or (0, result.total_length)
@@ -248,6 +255,8 @@ def call_tool_result(result: CallResult, protocol_version: str) -> dict[str, Any
         {"type": "image", "data": image.data, "mimeType": image.mime_type}
         for image in result.images
     )
+    if links:
+        content.extend(unicode_safe(links))
     answer: dict[str, Any] = {"content": content, "isError": False, "resultType": "complete"}
     whole = start == 0 and not result.more
     if whole and isinstance(result.value, dict | list):
@@ -280,7 +289,7 @@ class _Server(Server[Any]):
         experimental_capabilities: dict[str, dict[str, Any]] | None = None,
         extensions: dict[str, dict[str, Any]] | None = None,
     ) -> InitializationOptions:
-        """As the SDK's, with ``tools/list_changed`` notifications announced.
+        """As the SDK's, with the tool, prompt and resource list changes announced.
 
         The SDK asks for the default options on every ``initialize``; they depend only on the
         handlers, set once in the constructor, so they are built once (building them cost
@@ -290,7 +299,10 @@ class _Server(Server[Any]):
         if default and self._default_options is not None:
             return self._default_options
         options = super().create_initialization_options(
-            notification_options or NotificationOptions(tools_changed=True),
+            notification_options
+            or NotificationOptions(
+                tools_changed=True, prompts_changed=True, resources_changed=True
+            ),
             experimental_capabilities,
             extensions,
         )
@@ -299,44 +311,6 @@ class _Server(Server[Any]):
         if default:
             self._default_options = options
         return options
-
-
-# The IDE is tools, plus the pictures of notebook outputs as resources (a template, read on
-# demand). Prompts, completions and the resource list are served as empty so that clients
-# probing them (and the 2026-07-28 caching rules for list results) get answers, not errors.
-
-
-async def _no_prompts(rctx: Any, params: Any) -> types.ListPromptsResult:
-    return types.ListPromptsResult(prompts=[])
-
-
-async def _unknown_prompt(rctx: Any, params: types.GetPromptRequestParams) -> Any:
-    raise MCPError(types.INVALID_PARAMS, f"Unknown prompt: {params.name}", {"name": params.name})
-
-
-async def _no_resources(rctx: Any, params: Any) -> types.ListResourcesResult:
-    return types.ListResourcesResult(resources=[])
-
-
-async def _output_image_templates(rctx: Any, params: Any) -> types.ListResourceTemplatesResult:
-    return types.ListResourceTemplatesResult(
-        resource_templates=[
-            types.ResourceTemplate(
-                name="notebook-output-image",
-                title="Picture of a notebook cell's output",
-                uri_template=IMAGE_URI,
-                description=(
-                    "The PNG or JPEG of output {index} (0-based) of cell {cellId} of the "
-                    "notebook {path} (relative to the project root); the notebook tools give "
-                    "each picture output's URI as imageUri."
-                ),
-            )
-        ]
-    )
-
-
-async def _no_completions(rctx: Any, params: Any) -> types.CompleteResult:
-    return types.CompleteResult(completion=types.Completion(values=[], total=0, has_more=False))
 
 
 class _Relay:
@@ -448,9 +422,18 @@ class MCPSurface:
         self._wire_tools: dict[str, tuple[Tool, int, dict[str, Any]]] = {}
         # The running calls of legacy sessions, by (session id, request id), to cancel.
         self._calls: dict[tuple[str, str], tuple[anyio.CancelScope, Any]] = {}
-        # 2026-07-28 clients hear of changes on a ``subscriptions/listen`` stream.
-        self._bus = InMemorySubscriptionBus()
-        self._listen = ListenHandler(self._bus)
+        # Resources, their subscriptions (both eras) and prompts: the app builds them once
+        # (services); a surface made without them serves none.
+        services = ctx.services if isinstance(ctx.services, Services) else None
+        self.resources: ResourceRegistry = (
+            services.resources if services and services.resources else ResourceRegistry()
+        )
+        self.prompts: Prompts | None = services.prompts if services else None
+        self.hub: SubscriptionHub = (
+            services.subscriptions
+            if services and services.subscriptions
+            else SubscriptionHub(self.resources)
+        )
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", MCPDeprecationWarning)
             self.server = _Server(
@@ -465,12 +448,14 @@ class MCPSurface:
                 # besides its models): see call_tool_result.
                 on_call_tool=cast(Any, self._call_tool),
                 on_set_logging_level=self._set_level,
-                on_list_prompts=_no_prompts,
-                on_get_prompt=_unknown_prompt,
-                on_list_resources=_no_resources,
-                on_list_resource_templates=_output_image_templates,
+                on_list_prompts=self._list_prompts,
+                on_get_prompt=self._get_prompt,
+                on_list_resources=self._list_resources,
+                on_list_resource_templates=self._list_resource_templates,
                 on_read_resource=self._read_resource,
-                on_completion=_no_completions,
+                on_subscribe_resource=self._subscribe,
+                on_unsubscribe_resource=self._unsubscribe,
+                on_completion=self._complete,
                 on_subscriptions_listen=self._listen,
             )
         self.server.middleware.append(self._track_session)
@@ -545,7 +530,7 @@ class MCPSurface:
         if self._task is None or self._stopping is None:
             return
         await self.tasks.close()
-        self._listen.close()
+        await self.hub.close()  # listen streams end with their answer, sessions' watches go
         self._stopping.set()
         try:
             await asyncio.wait_for(asyncio.shield(self._task), timeout=10)
@@ -595,23 +580,181 @@ class MCPSurface:
             return False
         return not (message.get("method") == "tools/call" and session_id in self._levels)
 
-    # -- resources/read -----------------------------------------------------------------------
+    # -- resources, subscriptions, prompts, completion ----------------------------------------
+
+    def _scope(self, rctx: Any) -> Scope:
+        toolsets, read_only = _narrowing(rctx)
+        return Scope(self.ctx, self.registry, toolsets, read_only)
+
+    async def _list_resources(
+        self, rctx: Any, params: types.PaginatedRequestParams | None
+    ) -> types.ListResourcesResult:
+        scope = self._scope(rctx)
+        try:
+            found, following = await self.resources.list_page(
+                scope, params.cursor if params is not None else None
+            )
+        except ResourceError as e:
+            raise _protocol_error(e, rctx) from None
+        self._session_subscriber(rctx, scope)  # a legacy session that lists hears of changes
+        return types.ListResourcesResult(resources=found, next_cursor=following)
+
+    async def _list_resource_templates(
+        self, rctx: Any, params: types.PaginatedRequestParams | None
+    ) -> types.ListResourceTemplatesResult:
+        return types.ListResourceTemplatesResult(
+            resource_templates=self.resources.templates(self._scope(rctx))
+        )
 
     async def _read_resource(
         self, rctx: Any, params: types.ReadResourceRequestParams
     ) -> types.ReadResourceResult:
-        uri = str(params.uri)
-        if not is_image_uri(uri):
-            raise MCPError(types.INVALID_PARAMS, "Resource not found", {"uri": uri})
         try:
-            image = await output_image(self.ctx, uri)
-        except ToolError as e:
-            raise MCPError(types.INVALID_PARAMS, f"Resource not found: {e}", {"uri": uri}) from None
-        return types.ReadResourceResult(
-            contents=[
-                types.BlobResourceContents(uri=uri, mime_type=image.mime_type, blob=image.data)
-            ]
+            contents = await self.resources.read(self._scope(rctx), str(params.uri))
+        except ResourceError as e:
+            raise _protocol_error(e, rctx) from None
+        return types.ReadResourceResult(contents=contents)
+
+    def _session_subscriber(self, rctx: Any, scope: Scope) -> Subscriber | None:
+        """The subscriber of the request's legacy session (None without one)."""
+        session_id = _session_id(rctx)
+        if session_id is None or rctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            return None
+        session = rctx.session
+
+        async def send(notice: Notice) -> None:
+            kind, value = notice
+            if kind == "updated":
+                await session.send_resource_updated(value)
+            elif value == "resources":
+                await session.send_resource_list_changed()
+
+        return self.hub.session(session_id, scope, send)
+
+    async def _subscribe(
+        self, rctx: Any, params: types.SubscribeRequestParams
+    ) -> types.EmptyResult:
+        subscriber = self._session_subscriber(rctx, self._scope(rctx))
+        if subscriber is None:
+            raise MCPError(
+                types.INVALID_REQUEST, "resources/subscribe needs a session (initialize first)"
+            )
+        try:
+            await self.hub.subscribe(subscriber, str(params.uri))
+        except ResourceError as e:
+            raise _protocol_error(e, rctx) from None
+        return types.EmptyResult()
+
+    async def _unsubscribe(
+        self, rctx: Any, params: types.UnsubscribeRequestParams
+    ) -> types.EmptyResult:
+        session_id = _session_id(rctx)
+        subscriber = self.hub.known_session(session_id) if session_id is not None else None
+        if subscriber is not None:
+            self.hub.unsubscribe(subscriber, str(params.uri))
+        return types.EmptyResult()
+
+    async def _listen(
+        self, rctx: Any, params: types.SubscriptionsListenRequestParams
+    ) -> types.SubscriptionsListenResult:
+        """One ``subscriptions/listen`` stream: the resources asked for (each checked first:
+        one the connection may not read refuses the whole request), the lists asked for."""
+        listen_id = rctx.request_id
+        if listen_id is None:
+            raise MCPError(types.INVALID_REQUEST, "subscriptions/listen requires a request id")
+        wanted = params.notifications
+        uris = list(dict.fromkeys(wanted.resource_subscriptions or ()))
+        asked: tuple[tuple[ListKind, bool | None], ...] = (
+            ("tools", wanted.tools_list_changed),
+            ("prompts", wanted.prompts_list_changed),
+            ("resources", wanted.resources_list_changed),
         )
+        lists = [kind for kind, on in asked if on]
+        meta: dict[str, Any] = {SUBSCRIPTION_ID_META_KEY: listen_id}
+        session = rctx.session
+
+        async def send(notice: Notice) -> None:
+            kind, value = notice
+            notification: Any
+            if kind == "updated":
+                notification = types.ResourceUpdatedNotification(
+                    params=types.ResourceUpdatedNotificationParams(uri=value, _meta=meta)
+                )
+            else:
+                notification = _LIST_NOTIFICATIONS[value](
+                    params=types.NotificationParams(_meta=meta)
+                )
+            await session.send_notification(notification, related_request_id=listen_id)
+
+        subscriber = Subscriber(self._scope(rctx), send, lists=lists)
+        try:
+            for uri in uris:
+                self.hub.check(subscriber, uri)
+            self.hub.add_stream(subscriber)
+        except ResourceError as e:
+            raise _protocol_error(e, rctx) from None
+        try:
+            # Watched before the ack: a change while it is sent waits for it, not lost.
+            for uri in uris:
+                await self.hub.subscribe(subscriber, uri)
+            honored = types.SubscriptionFilter(
+                tools_list_changed=True if wanted.tools_list_changed else None,
+                prompts_list_changed=True if wanted.prompts_list_changed else None,
+                resources_list_changed=True if wanted.resources_list_changed else None,
+                resource_subscriptions=uris or None,
+            )
+            await session.send_notification(
+                types.SubscriptionsAcknowledgedNotification(
+                    params=types.SubscriptionsAcknowledgedNotificationParams(
+                        notifications=honored, _meta=meta
+                    )
+                ),
+                related_request_id=listen_id,
+            )
+            await subscriber.run()
+        except ResourceError as e:
+            raise _protocol_error(e, rctx) from None
+        finally:
+            self.hub.remove(subscriber)
+        return types.SubscriptionsListenResult(_meta=meta)
+
+    async def _list_prompts(
+        self, rctx: Any, params: types.PaginatedRequestParams | None
+    ) -> types.ListPromptsResult:
+        if params is not None and params.cursor is not None:
+            raise MCPError(types.INVALID_PARAMS, f"Invalid cursor: {params.cursor!r}")
+        listed = self.prompts.listed(self._scope(rctx)) if self.prompts is not None else []
+        return types.ListPromptsResult(prompts=listed)
+
+    async def _get_prompt(
+        self, rctx: Any, params: types.GetPromptRequestParams
+    ) -> types.GetPromptResult:
+        if self.prompts is None:
+            raise MCPError(types.INVALID_PARAMS, f"Unknown prompt: {params.name}")
+        try:
+            return await self.prompts.get(
+                self._scope(rctx), params.name, dict(params.arguments or {})
+            )
+        except PromptError as e:
+            raise MCPError(types.INVALID_PARAMS, str(e), {"name": params.name}) from None
+
+    async def _complete(
+        self, rctx: Any, params: types.CompleteRequestParams
+    ) -> types.CompleteResult:
+        scope = self._scope(rctx)
+        ref = params.ref
+        context = dict((params.context.arguments or {}) if params.context is not None else {})
+        argument, value = params.argument.name, params.argument.value
+        try:
+            if isinstance(ref, types.PromptReference):
+                if self.prompts is None:
+                    raise PromptError(f"Unknown prompt: {ref.name}")
+                found = await self.prompts.complete(scope, ref.name, argument, value, context)
+            else:
+                found = await self.resources.complete(scope, ref.uri, argument, value, context)
+        except (PromptError, ResourceError) as e:
+            raise MCPError(types.INVALID_PARAMS, str(e)) from None
+        return types.CompleteResult(completion=found)
 
     # -- tools/list ---------------------------------------------------------------------------
 
@@ -686,6 +829,27 @@ class MCPSurface:
                 await relay.close()
         return answer
 
+    def _links(
+        self,
+        name: str,
+        toolsets: frozenset[str] | None,
+        read_only: bool,
+        arguments: dict[str, Any],
+        result: CallResult,
+    ) -> list[dict[str, Any]]:
+        """The ``resource_link`` blocks of a result's first window (none on later ones)."""
+        if result.window is not None and result.window[0] > 0:
+            return []
+        tool = self.registry.find(name)
+        if tool is None or tool.plugin is not None:
+            return []
+        scope = Scope(self.ctx, self.registry, toolsets, read_only)
+        try:
+            return links_for(scope, name, tool.toolset, arguments, result.value)
+        except Exception:  # a link is a courtesy: it never fails the call
+            log.debug("jupyter_mcp: no resource links for %s", name, exc_info=True)
+            return []
+
     @contextlib.contextmanager
     def stopped_when_left(self, rctx: Any) -> Iterator[anyio.CancelScope]:
         """A cancel scope around a legacy request that :meth:`cancel_call` cancels when its
@@ -707,6 +871,10 @@ class MCPSurface:
     ) -> dict[str, Any]:
         """The wire answer of one call: the result window, or the failure as an ``isError``
         result. What a plain ``tools/call`` answers, and what a task keeps as its result."""
+        # What a legacy session's call changes while it runs is its own: its subscriptions
+        # are not told of it (a task's call runs as long as the task does).
+        actor = Actor(origin.session) if origin.session is not None else None
+        token = current_actor.set(actor)
         try:
             result = await self.registry.call(
                 name,
@@ -719,7 +887,12 @@ class MCPSurface:
             )
         except ToolError as e:  # the registry turns every failure, bugs too, into one
             return error_result(str(e))
-        return call_tool_result(result, origin.protocol_version)
+        finally:
+            if actor is not None:
+                actor.running = False  # what its background work changes later is told
+            current_actor.reset(token)
+        links = self._links(name, origin.toolsets, origin.read_only, arguments, result)
+        return call_tool_result(result, origin.protocol_version, links)
 
     def _call_origin(self, rctx: Any) -> CallOrigin:
         """What a call needs of its request (a task keeps it past the request's end)."""
@@ -735,6 +908,7 @@ class MCPSurface:
             read_only=read_only,
             # Who pages through result windows: one session of one user (none without one).
             caller=None if session is None else (session, str(getattr(user, "username", user))),
+            session=session if legacy else None,
             progress_token=(
                 meta.get("progressToken", meta.get("progress_token")) if legacy else None
             ),
@@ -802,6 +976,7 @@ class MCPSurface:
         """Announce ``notifications/tools/list_changed`` when the visible tool set changes."""
         while True:
             await asyncio.sleep(1.0)
+            self._forget_ended_sessions()
             current = self._visible_names()
             if current == self._visible:
                 continue
@@ -809,11 +984,11 @@ class MCPSurface:
             await self.notify_tools_changed()
 
     async def notify_tools_changed(self) -> None:
-        """Tell every live legacy session and every listen stream that the tool list changed."""
-        try:
-            await self._bus.publish(ToolsListChanged())
-        except Exception:
-            log.debug("jupyter_mcp: list_changed not published", exc_info=True)
+        """Tell every live legacy session and every listen stream that the tool list changed,
+        and with it the prompts and resource templates (which follow the tools available)."""
+        kinds: tuple[ListKind, ...] = ("tools", "prompts", "resources")
+        for kind in kinds:
+            self.hub.list_changed(kind)
         live = getattr(self.manager, "_server_instances", None)
         for session_id, session in list(self._sessions.items()):
             if live is not None and session_id not in live:
@@ -822,8 +997,38 @@ class MCPSurface:
                 continue
             try:
                 await session.send_tool_list_changed()
+                await session.send_prompt_list_changed()
+                await session.send_resource_list_changed()
             except Exception:
                 log.debug("jupyter_mcp: list_changed not delivered", exc_info=True)
+
+    def _forget_ended_sessions(self) -> None:
+        """Drop the subscriptions of legacy sessions that ended (closed, timed out)."""
+        live = getattr(self.manager, "_server_instances", None)
+        if live is None:
+            return
+        for session_id in self.hub.sessions():
+            if session_id not in live:
+                self.hub.forget_session(session_id)
+
+
+_LIST_NOTIFICATIONS: dict[str, Any] = {
+    "tools": types.ToolListChangedNotification,
+    "prompts": types.PromptListChangedNotification,
+    "resources": types.ResourceListChangedNotification,
+}
+
+
+def _protocol_error(error: ResourceError, rctx: Any) -> MCPError:
+    """A resource error as each era spells it: not found is -32002 before 2026-07-28."""
+    code = types.INVALID_PARAMS
+    if error.not_found and rctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+        code = RESOURCE_NOT_FOUND
+    return MCPError(code, str(error), {"uri": error.uri})
+
+
+#: The not-found code of the legacy era (2026-07-28 uses invalid params).
+RESOURCE_NOT_FOUND = -32002
 
 
 def _stop_sse_shutdown_watcher() -> None:

@@ -90,6 +90,9 @@ class CallOrigin:
     progress_token: str | int | None = None
     #: Makes a sender of notifications on the legacy session's standalone stream.
     notifier: Callable[[], Sender] | None = None
+    #: The legacy session the call came from: what the call changes is that session's own
+    #: (its resource subscriptions are not told of it).
+    session: str | None = None
 
     @property
     def modern(self) -> bool:

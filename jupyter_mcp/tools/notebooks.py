@@ -17,10 +17,9 @@ from ..core.registry import ToolSet, WithImages
 from ..documents import cells as ops
 from ..documents.notebook_document import NotebookDocument
 from ..lab.notebooks import (
-    LISTING_TEXT_LIMIT,
     cell_images,
     cell_object,
-    kernel_of,
+    notebook_cells,
     notebook_version,
     open_notebook,
 )
@@ -75,25 +74,9 @@ async def get_notebook_cells(
     """A page of the notebook's cells."""
     doc = await open_notebook(ctx, pathInProject)
     nb = await doc.snapshot()
-    page = nb["cells"][start : start + limit]
-    found = {
-        "path": doc.shown,
-        "cellCount": len(nb["cells"]),
-        "kernel": await kernel_of(ctx, doc.path),
-        "start": start,
-        "cells": [
-            cell_object(
-                cell,
-                start + i,
-                shown=doc.shown,
-                include_outputs=includeOutputs,
-                limit=LISTING_TEXT_LIMIT,
-            )
-            for i, cell in enumerate(page)
-        ],
-    }
-    if start + len(page) < len(nb["cells"]):
-        found["nextStart"] = start + len(page)
+    found, page = await notebook_cells(
+        ctx, doc, nb, start=start, limit=limit, include_outputs=includeOutputs
+    )
     return WithImages(found, cell_images(page) if includeOutputs else [])
 
 

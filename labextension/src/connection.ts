@@ -17,6 +17,14 @@ import {
 } from './protocol';
 
 const MIN_BACKOFF_MS = 250;
+
+/**
+ * The server asks to reload a document a tool wrote; `origin` names the notice.
+ */
+export interface IReloadNotice {
+  path: string;
+  origin: number | null;
+}
 const MAX_BACKOFF_MS = 10000;
 const INTERACTION_THROTTLE_MS = 1000;
 
@@ -71,7 +79,7 @@ export class LabSocket {
   /**
    * Emitted when the server asks to reload a document written by a tool.
    */
-  get reloadRequested(): ISignal<this, string> {
+  get reloadRequested(): ISignal<this, IReloadNotice> {
     return this._reloadRequested;
   }
 
@@ -205,7 +213,10 @@ export class LabSocket {
         this._cancelled.emit(message.id);
         break;
       case 'reload':
-        this._reloadRequested.emit(message.path);
+        this._reloadRequested.emit({
+          path: message.path,
+          origin: message.origin ?? null
+        });
         break;
       case 'activity':
         this._activity.emit(message.record);
@@ -288,7 +299,7 @@ export class LabSocket {
   private _connectedChanged = new Signal<this, boolean>(this);
   private _activity = new Signal<this, IActivityRecord>(this);
   private _welcomed = new Signal<this, IActivityRecord[]>(this);
-  private _reloadRequested = new Signal<this, string>(this);
+  private _reloadRequested = new Signal<this, IReloadNotice>(this);
   private _cancelled = new Signal<this, number>(this);
   private _breakpoints = new Signal<this, unknown[]>(this);
 }

@@ -9,7 +9,8 @@ import { FileEditor, IEditorTracker } from '@jupyterlab/fileeditor';
 import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
 import { Widget } from '@lumino/widgets';
 
-import { LabSocket } from './connection';
+import { DocumentChanges, withOrigin } from './changes';
+import { IReloadNotice, LabSocket } from './connection';
 import {
   ICellInfo,
   IDocumentInfo,
@@ -32,7 +33,8 @@ export class ActiveEditor {
     private _app: JupyterFrontEnd,
     private _connection: LabSocket,
     private _notebooks: INotebookTracker,
-    private _editors: IEditorTracker
+    private _editors: IEditorTracker,
+    private _changes: DocumentChanges
   ) {
     const shell = _app.shell;
     shell.currentChanged?.connect((_, args) => this._onCurrent(args.newValue));
@@ -46,7 +48,9 @@ export class ActiveEditor {
     this._onCurrent(shell.currentWidget);
 
     _connection.setStateProvider(() => this.state());
-    _connection.reloadRequested.connect((_, path) => void this.reload(path));
+    _connection.reloadRequested.connect(
+      (_, notice) => void this.reload(notice)
+    );
   }
 
   /**
@@ -54,8 +58,9 @@ export class ActiveEditor {
    */
   readonly handlers = {
     readText: () => this.readText(),
-    replaceSelection: ({ text }) => this.replaceSelection(text),
-    replaceDocument: params => this.replaceDocument(params),
+    documentText: ({ path }) => this.documentText(path),
+    replaceSelection: ({ text }, id) => this.replaceSelection(text, id),
+    replaceDocument: (params, id) => this.replaceDocument(params, id),
     openFile: ({ path }) => this.openFile(path)
   } satisfies Partial<RequestHandlers>;
 
@@ -114,9 +119,25 @@ export class ActiveEditor {
   }
 
   /**
+   * The text of the file open at `path` in a file editor here (unsaved edits included).
+   */
+  async documentText(path: string): Promise<unknown> {
+    for (const widget of this._documents()) {
+      if (
+        !(widget instanceof NotebookPanel) &&
+        widget.context.localPath === path
+      ) {
+        await widget.context.ready;
+        return { path, text: widget.content.model.sharedModel.getSource() };
+      }
+    }
+    return null;
+  }
+
+  /**
    * Replace the selection of the file editor, or of the active cell's editor.
    */
-  async replaceSelection(text: string): Promise<unknown> {
+  async replaceSelection(text: string, requestId: number): Promise<unknown> {
     const widget = this._active;
     if (!widget) {
       return null;
@@ -126,16 +147,18 @@ export class ActiveEditor {
     if (!editor) {
       throw new Error('No cell is active in the notebook; select a cell first');
     }
-    if (editor.replaceSelection) {
-      editor.replaceSelection(text);
-    } else {
-      const range = editor.getSelection();
-      const [from, to] = ordered(
-        editor.getOffsetAt(range.start),
-        editor.getOffsetAt(range.end)
-      );
-      editor.model.sharedModel.updateSource(from, to, text);
-    }
+    withOrigin(requestId, () => {
+      if (editor.replaceSelection) {
+        editor.replaceSelection(text);
+      } else {
+        const range = editor.getSelection();
+        const [from, to] = ordered(
+          editor.getOffsetAt(range.start),
+          editor.getOffsetAt(range.end)
+        );
+        editor.model.sharedModel.updateSource(from, to, text);
+      }
+    });
     return true;
   }
 
@@ -143,7 +166,8 @@ export class ActiveEditor {
    * Replace the whole document: a file as one minimal edit, a notebook cell by cell.
    */
   async replaceDocument(
-    params: RequestParams<'replaceDocument'>
+    params: RequestParams<'replaceDocument'>,
+    requestId: number
   ): Promise<unknown> {
     const widget = this._active;
     if (!widget) {
@@ -160,7 +184,9 @@ export class ActiveEditor {
       if (!shared || !Array.isArray(params.cells)) {
         throw new Error('The notebook is still loading');
       }
-      updateCells(shared, params.cells as ICellInfo[]);
+      withOrigin(requestId, () =>
+        updateCells(shared, params.cells as ICellInfo[])
+      );
       return true;
     }
     const shared = widget.content.model.sharedModel;
@@ -179,10 +205,12 @@ export class ActiveEditor {
       end++;
     }
     if (start !== old.length - end || start !== text.length - end) {
-      shared.updateSource(
-        start,
-        old.length - end,
-        text.slice(start, text.length - end)
+      withOrigin(requestId, () =>
+        shared.updateSource(
+          start,
+          old.length - end,
+          text.slice(start, text.length - end)
+        )
       );
     }
     return true;
@@ -223,10 +251,17 @@ export class ActiveEditor {
   /**
    * Reload a document a tool wrote, unless it has unsaved edits (they are never lost).
    */
-  async reload(path: string): Promise<void> {
+  async reload({ path, origin }: IReloadNotice): Promise<void> {
     for (const widget of this._documents()) {
       if (widget.context.localPath === path && !widget.context.model.dirty) {
-        await widget.context.revert();
+        // The change the reload makes is the writing tool call's, not the user's.
+        const done =
+          origin !== null ? this._changes.expectReload(path, origin) : null;
+        try {
+          await widget.context.revert();
+        } finally {
+          done?.();
+        }
       }
     }
   }

@@ -4,7 +4,8 @@
  * One plugin keeps this window linked to the server (`connection.ts`), reports and edits the
  * active editor (`editor.ts`), lists and runs commands (`actions.ts`), asks for approvals
  * (`dialogs.ts`), shows what agents do and which clients are allowed with OAuth (`activity.ts`,
- * `grants.ts`) and mirrors breakpoints in the debugger (`breakpoints.ts`).
+ * `grants.ts`), mirrors breakpoints in the debugger (`breakpoints.ts`) and reports the changes
+ * of the documents it shows (`changes.ts`).
  */
 import {
   ILabShell,
@@ -19,6 +20,7 @@ import { IStatusBar } from '@jupyterlab/statusbar';
 import { commandHandlers } from './actions';
 import { ActivityPanel, MCPStatus } from './activity';
 import { BreakpointSync } from './breakpoints';
+import { DocumentChanges } from './changes';
 import { LabSocket } from './connection';
 import { Approvals } from './dialogs';
 import { ActiveEditor } from './editor';
@@ -49,7 +51,14 @@ const plugin: JupyterFrontEndPlugin<void> = {
     debuggerService: IDebugger | null
   ): void => {
     const connection = new LabSocket(app.serviceManager.serverSettings);
-    const editor = new ActiveEditor(app, connection, notebooks, editors);
+    const changes = new DocumentChanges(connection, notebooks, editors);
+    const editor = new ActiveEditor(
+      app,
+      connection,
+      notebooks,
+      editors,
+      changes
+    );
     const approvals = new Approvals(connection);
     const liveNotebooks = new LiveNotebooks(notebooks);
     // Every request of protocol.json needs an answer here, or this does not compile.

@@ -14,6 +14,7 @@ import type {
   ISharedNotebook
 } from '@jupyter/ydoc';
 
+import { withOrigin } from './changes';
 import { RequestHandlers, RequestParams } from './protocol';
 
 /**
@@ -54,8 +55,8 @@ export class LiveNotebooks {
 
   readonly handlers = {
     notebookSnapshot: ({ path }) => this.snapshot(path),
-    notebookApply: params => this.apply(params),
-    notebookRun: params => this.run(params)
+    notebookApply: (params, id) => this.apply(params, id),
+    notebookRun: (params, id) => this.run(params, id)
   } satisfies Partial<RequestHandlers>;
 
   /**
@@ -81,7 +82,10 @@ export class LiveNotebooks {
    * each cell's own history (Ctrl+Z in the cell's editor undoes it), any other change in one
    * transaction of the notebook (undone from the notebook, Z in command mode or Edit > Undo).
    */
-  async apply(params: RequestParams<'notebookApply'>): Promise<unknown> {
+  async apply(
+    params: RequestParams<'notebookApply'>,
+    requestId: number
+  ): Promise<unknown> {
     const shared = await this._shared(params.path);
     if (!shared) {
       return null;
@@ -92,17 +96,19 @@ export class LiveNotebooks {
         throw new Error(`${params.path} has no cell with id ${op.id}`);
       }
     }
-    if (ops.every(op => op.op === 'source')) {
-      for (const op of ops as { id: string; source: string }[]) {
-        const cell = shared.cells[indexOf(shared, op.id)];
-        cell.transact(() => updateSource(cell, op.source));
+    withOrigin(requestId, () => {
+      if (ops.every(op => op.op === 'source')) {
+        for (const op of ops as { id: string; source: string }[]) {
+          const cell = shared.cells[indexOf(shared, op.id)];
+          cell.transact(() => updateSource(cell, op.source));
+        }
+        return;
       }
-      return true;
-    }
-    shared.transact(() => {
-      for (const op of ops) {
-        applyOp(shared, op);
-      }
+      shared.transact(() => {
+        for (const op of ops) {
+          applyOp(shared, op);
+        }
+      });
     });
     return true;
   }
@@ -111,7 +117,10 @@ export class LiveNotebooks {
    * Show a running cell: `started` clears it and shows [*], `outputs` shows its outputs so
    * far, `finished` sets its execution count. Not undoable, as when the user runs a cell.
    */
-  async run(params: RequestParams<'notebookRun'>): Promise<unknown> {
+  async run(
+    params: RequestParams<'notebookRun'>,
+    requestId: number
+  ): Promise<unknown> {
     const panel = this._panel(params.path);
     if (!panel) {
       return null;
@@ -125,16 +134,18 @@ export class LiveNotebooks {
     }
     // Through the cell's output area, as JupyterLab's own execution writes outputs: it keeps
     // the shared model in step (writing the shared outputs directly would be merged twice).
-    if (params.outputs) {
-      showOutputs(model.outputs, params.outputs as nbformat.IOutput[]);
-    }
-    if (params.state === 'started') {
-      model.executionCount = null;
-      model.executionState = 'running';
-    } else if (params.state === 'finished') {
-      model.executionCount = params.executionCount ?? null;
-      model.executionState = 'idle';
-    }
+    withOrigin(requestId, () => {
+      if (params.outputs) {
+        showOutputs(model.outputs, params.outputs as nbformat.IOutput[]);
+      }
+      if (params.state === 'started') {
+        model.executionCount = null;
+        model.executionState = 'running';
+      } else if (params.state === 'finished') {
+        model.executionCount = params.executionCount ?? null;
+        model.executionState = 'idle';
+      }
+    });
     return true;
   }
 

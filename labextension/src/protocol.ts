@@ -91,6 +91,31 @@ export interface IStateMessage {
 }
 
 /**
+ * Window → server: a document this window shows changed (see changes.ts).
+ */
+export interface IChangedMessage {
+  type: 'changed';
+  path: string;
+  kind: 'file' | 'notebook';
+  /**
+   * The notebook cells that changed (inserted, moved and deleted ones included).
+   */
+  cells?: string[];
+  /**
+   * Whether the text may have changed (sources, cell types, metadata), not only outputs.
+   */
+  sources: boolean;
+  /**
+   * The server's requests and reload notices the change was made for.
+   */
+  origins: number[];
+  /**
+   * Whether the window's user made (part of) it.
+   */
+  user: boolean;
+}
+
+/**
  * Window → server: the answer to a request.
  */
 export interface IResponseMessage {
@@ -162,7 +187,7 @@ export interface IRequestMessage {
 export type ServerMessage =
   | IRequestMessage
   | { type: 'cancel'; id: number }
-  | { type: 'reload'; path: string }
+  | { type: 'reload'; path: string; origin?: number }
   | { type: 'activity'; record: IActivityRecord }
   | { type: 'breakpoints'; files: unknown[] }
   | { type: 'welcome'; root: string; activity: IActivityRecord[] };

@@ -10,12 +10,14 @@ import asyncio
 import contextlib
 import json
 import os
+import warnings
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
 from mcp import Client, StdioServerParameters
+from mcp.shared.exceptions import MCPDeprecationWarning
 
 from jupyter_mcp.cli.launcher import relay_launcher
 from jupyter_mcp.core.context import ToolContext
@@ -276,6 +278,76 @@ async def test_relay_opens_a_new_session_when_the_server_lost_its_own(
     assert before.is_error is False and after.is_error is False
     assert "still here" in after.content[0].text
     assert listed.tools
+
+
+class Updates:
+    """The ``notifications/resources/updated`` a client heard, by URI."""
+
+    def __init__(self) -> None:
+        self.uris: list[str] = []
+        self.event = asyncio.Event()
+
+    async def __call__(self, message: Any) -> None:
+        if getattr(message, "method", None) == "notifications/resources/updated":
+            self.uris.append(str(message.params.uri))
+            self.event.set()
+
+    async def wait_for(self, uri: str) -> None:
+        with anyio.fail_after(15):
+            while uri not in self.uris:
+                self.event.clear()
+                await self.event.wait()
+
+
+async def test_relay_relays_a_listen_streams_resource_updates(relay_params, errlog, jp_root_dir):
+    target = jp_root_dir / "watched.txt"
+    target.write_text("0\n")
+    uri = "jupyter-mcp://file/watched.txt"
+    async with Client(stdio_client_for(relay_params(), errlog), mode="auto") as client:
+        async with client.listen(resource_subscriptions=[uri]) as subscription:
+            target.write_text("2\n")
+            with anyio.fail_after(15):
+                event = await subscription.__anext__()
+    assert event.uri == uri
+
+
+async def test_relay_relays_subscriptions_and_makes_them_again_after_a_server_restart(
+    relay_params, errlog, mcp_app, jp_root_dir, jp_serverapp
+):
+    from jupyter_mcp.surfaces.mcp import MCPSurface, allowed_hosts
+
+    target = jp_root_dir / "watched.txt"
+    target.write_text("0\n")
+    uri = "jupyter-mcp://file/watched.txt"
+    services = mcp_app.tool_context.services
+    heard = Updates()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", MCPDeprecationWarning)
+        async with Client(
+            stdio_client_for(relay_params(), errlog), mode="legacy", message_handler=heard
+        ) as client:
+            await client.subscribe_resource(uri)
+            target.write_text("changed\n")
+            await heard.wait_for(uri)
+            heard.uris.clear()
+            # The server restarts: it forgets the session and its subscriptions
+            await services.mcp_surface.stop()
+            services.mcp_surface = MCPSurface(
+                mcp_app.registry, mcp_app.tool_context, allowed_hosts=allowed_hosts(jp_serverapp)
+            )
+            assert services.subscriptions.watched == 0
+            # The next request finds the session gone: the relay opens a new one, subscribed
+            await client.send_ping()
+            assert services.subscriptions.watched == 1
+            # Changes are told once the relay listens on the new session's stream again (a
+            # moment later: what is sent before that is not kept for it)
+            with anyio.fail_after(30):
+                for n in range(1, 1000):
+                    target.write_text(f"{n}\n")
+                    with anyio.move_on_after(0.6):
+                        await heard.wait_for(uri)
+                    if heard.uris:
+                        break
 
 
 class RelayLines:

@@ -19,6 +19,7 @@ import re
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -672,6 +673,147 @@ def test_an_old_notebook_has_one_set_of_ids_in_its_file_its_window_and_once_save
         assert lab.ok("execute_action_by_id", actionId="application:close") == "ok"
         tab = page.locator(".lm-DockPanel-tabBar .lm-TabBar-tab", has_text=path.name)
         wait_for(lambda: tab.count() == 0, what=f"{path.name} to close")  # noqa: B023
+
+
+# -- subscriptions: the user's typing reaches an agent -----------------------------------------
+
+
+class Subscriber:
+    """An agent subscribed to resources of the lab, through the official SDK client.
+
+    The client runs in a thread with an event loop of its own (Playwright's sync API has this
+    one); ``heard`` holds ``(time.monotonic(), uri)`` of each ``notifications/resources/updated``.
+    ``mode="legacy"`` subscribes with ``resources/subscribe``, ``"auto"`` (2026-07-28) opens a
+    ``subscriptions/listen`` stream.
+    """
+
+    def __init__(self, lab: Lab, uris: list[str], *, mode: str = "legacy") -> None:
+        self.lab, self.uris, self.mode = lab, uris, mode
+        self.heard: list[tuple[float, str]] = []
+        self.ready = threading.Event()
+        self.failed: BaseException | None = None
+        self._stop: asyncio.Event | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread = threading.Thread(target=lambda: asyncio.run(self._run()), daemon=True)
+
+    def __enter__(self) -> Subscriber:
+        self._thread.start()
+        wait_for(lambda: self.ready.is_set() or self.failed, timeout=60, what="the subscriber")
+        if self.failed is not None:
+            raise self.failed
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._loop is not None and self._stop is not None:
+            self._loop.call_soon_threadsafe(self._stop.set)
+        self._thread.join(timeout=30)
+
+    def of(self, uri: str) -> list[float]:
+        return [at for at, u in list(self.heard) if u == uri]
+
+    async def _run(self) -> None:
+        import warnings
+
+        import httpx2
+        from mcp import Client
+        from mcp.client.streamable_http import streamable_http_client
+        from mcp.shared.exceptions import MCPDeprecationWarning
+
+        self._loop = asyncio.get_running_loop()
+        self._stop = asyncio.Event()
+
+        async def on_message(message: Any) -> None:
+            if getattr(message, "method", None) == "notifications/resources/updated":
+                self.heard.append((time.monotonic(), str(message.params.uri)))
+
+        try:
+            timeout = httpx2.Timeout(30.0, read=300.0)
+            headers = {"Authorization": f"token {TOKEN}"}
+            async with httpx2.AsyncClient(headers=headers, timeout=timeout) as http:
+                transport = streamable_http_client(f"{self.lab.url}mcp", http_client=http)
+                async with Client(transport, mode=self.mode, message_handler=on_message) as client:
+                    if self.mode == "legacy":
+                        with warnings.catch_warnings():
+                            warnings.simplefilter("ignore", MCPDeprecationWarning)
+                            for uri in self.uris:
+                                await client.subscribe_resource(uri)
+                        await asyncio.sleep(0.5)  # the session's event stream opens meanwhile
+                        self.ready.set()
+                        await self._stop.wait()
+                    else:
+                        async with client.listen(resource_subscriptions=self.uris) as stream:
+                            self.ready.set()
+                            listening = asyncio.ensure_future(self._listen(stream))
+                            await self._stop.wait()
+                            listening.cancel()
+        except BaseException as e:  # the test thread raises it
+            self.failed = e
+            self.ready.set()
+
+    async def _listen(self, stream: Any) -> None:
+        async for event in stream:
+            self.heard.append((time.monotonic(), str(event.uri)))
+
+
+def type_into_cell(page: Any, index: int, text: str) -> float:
+    """Type ``text`` at the end of cell ``index`` of the visible notebook; when typing ended."""
+    page.locator(".jp-NotebookPanel:visible .jp-CodeCell .cm-content").nth(index).click()
+    page.keyboard.press("End")
+    page.keyboard.type(text)
+    return time.monotonic()
+
+
+def check_typing_reaches_the_subscribers(lab: Lab, page: Any, name: str) -> None:
+    path = write_notebook(lab, name, [("code", "a = 1"), ("code", "b = 2")])
+    before = path.read_bytes()
+    open_in_editor(lab, page, name)
+    wait_for(lambda: cell_sources(page) == ["a = 1", "b = 2"], what="the notebook in the page")
+    first, second = [c["cellId"] for c in lab.ok("get_notebook_cells", pathInProject=name)["cells"]]
+    cell = f"jupyter-mcp://notebook/{name}/cell/{{}}"
+    notebook = f"jupyter-mcp://notebook/{name}"
+    with (
+        Subscriber(lab, [cell.format(first), cell.format(second), notebook]) as legacy,
+        Subscriber(lab, [cell.format(second)], mode="auto") as modern,
+    ):
+        # When the user types in the second cell, without saving
+        typed = type_into_cell(page, 1, "0")
+        # Then both agents hear of that cell (and the legacy one of the notebook) at once
+        wait_for(lambda: legacy.of(cell.format(second)) and modern.of(cell.format(second)))
+        wait_for(lambda: legacy.of(notebook), what="the notebook's notification")
+        latency = [(s.of(cell.format(second))[0] - typed) * 1000 for s in (legacy, modern)]
+        print(
+            f"{name}: typing told after {latency[0]:.0f} ms (legacy), {latency[1]:.0f} ms (listen)"
+        )
+        # ... and of nothing about the first cell; the file is still as saved
+        time.sleep(1.0)
+        assert legacy.of(cell.format(first)) == []
+        # And the subscriber reads what the user typed, before any save
+        read = lab.ok("get_notebook_cell", pathInProject=name, cellId=second)
+        assert read["source"] == "b = 20"
+        # Keystrokes in a burst are told at most twice a second, the last one included
+        count = len(legacy.of(cell.format(second)))
+        last = type_into_cell(page, 1, "123456789")
+        wait_for(
+            lambda: legacy.of(cell.format(second))[-1] >= last - 0.05,
+            what="the burst's last keystroke to be told",
+        )
+        told = legacy.of(cell.format(second))[count:]
+        # (Sent at least 0.5 s apart; received, the network's jitter may shorten a gap.)
+        gaps = [b - a for a, b in zip(told, told[1:], strict=False)]
+        assert all(gap >= 0.25 for gap in gaps), gaps
+        assert len(told) <= 2 + (told[-1] - told[0]) / 0.5
+    if "collaboration" not in name:
+        assert path.read_bytes() == before
+
+
+def test_the_users_typing_reaches_a_subscribed_agent_within_a_second(lab: Lab, page: Any) -> None:
+    check_typing_reaches_the_subscribers(lab, page, "subscribed/n.ipynb")
+
+
+def test_with_collaboration_the_users_typing_reaches_a_subscribed_agent(
+    collab_lab: Lab, collab_page: Any
+) -> None:
+    check_typing_reaches_the_subscribers(collab_lab, collab_page, "subscribed/collaboration.ipynb")
 
 
 # -- actions and approvals -------------------------------------------------------------------

@@ -9,20 +9,20 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import functools
 import json
 import random
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import nbformat
 import pytest
+from lab_windows import FakeWindow, until
 
 from jupyter_mcp.core.context import ToolContext
 from jupyter_mcp.core.errors import ToolError
 from jupyter_mcp.lab.live_notebooks import WindowNotebook, cell_ops
 from jupyter_mcp.lab.notebooks import open_notebook
-from jupyter_mcp.lab.protocol import check_params
 
 
 def apply_ops(cells: list[dict[str, Any]], ops: list[dict[str, Any]]) -> None:
@@ -50,30 +50,14 @@ def apply_ops(cells: list[dict[str, Any]], ops: list[dict[str, Any]]) -> None:
             cell["outputs"], cell["execution_count"] = op["outputs"], op["execution_count"]
 
 
-class NotebookWindow:
+class NotebookWindow(FakeWindow):
     """A window showing notebooks (path → nbformat dict), answering the notebook requests."""
 
     def __init__(self, ws: Any, notebooks: dict[str, dict[str, Any]]) -> None:
-        self.ws = ws
+        super().__init__(ws)
         self.notebooks = notebooks
-        self.requests: list[dict[str, Any]] = []
-        self._task = asyncio.ensure_future(self._run())
-
-    async def _run(self) -> None:
-        while True:
-            raw = await self.ws.read_message()
-            if raw is None:
-                return
-            message = json.loads(raw)
-            if message.get("type") != "request":
-                continue
-            check_params(message["method"], message["params"])
-            self.requests.append(message)
-            try:
-                answer = {"result": self.answer(message["method"], message["params"])}
-            except Exception as e:
-                answer = {"error": str(e)}
-            self.ws.write_message(json.dumps({"type": "response", "id": message["id"], **answer}))
+        for method in ("notebookSnapshot", "notebookApply", "notebookRun"):
+            self.handlers[method] = functools.partial(self.answer, method)
 
     def answer(self, method: str, params: dict[str, Any]) -> Any:
         nb = self.notebooks.get(params.get("path", ""))
@@ -84,21 +68,16 @@ class NotebookWindow:
         if method == "notebookApply":
             apply_ops(nb["cells"], params["ops"])
             return True
-        if method == "notebookRun":
-            cell = next((c for c in nb["cells"] if c["id"] == params["cellId"]), None)
-            if cell is None:
-                raise ValueError(f"{params['path']} has no code cell with id {params['cellId']}")
-            if "outputs" in params:
-                cell["outputs"] = params["outputs"]
-            if params["state"] == "started":
-                cell["execution_count"] = None
-            elif params["state"] == "finished":
-                cell["execution_count"] = params.get("executionCount")
-            return True
-        raise ValueError(f"not scripted: {method}")
-
-    def state(self, **fields: Any) -> None:
-        self.ws.write_message(json.dumps({"type": "state", **fields}))
+        cell = next((c for c in nb["cells"] if c["id"] == params["cellId"]), None)
+        if cell is None:
+            raise ValueError(f"{params['path']} has no code cell with id {params['cellId']}")
+        if "outputs" in params:
+            cell["outputs"] = params["outputs"]
+        if params["state"] == "started":
+            cell["execution_count"] = None
+        elif params["state"] == "finished":
+            cell["execution_count"] = params.get("executionCount")
+        return True
 
     def runs(self) -> list[tuple[str, int]]:
         return [
@@ -106,14 +85,6 @@ class NotebookWindow:
             for r in self.requests
             if r["method"] == "notebookRun"
         ]
-
-
-async def until(condition: Callable[[], Any], timeout: float = 5.0) -> None:
-    deadline = asyncio.get_running_loop().time() + timeout
-    while not condition():
-        if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError("condition not reached in time")
-        await asyncio.sleep(0.01)
 
 
 @pytest.fixture
@@ -145,6 +116,7 @@ def open_window(jp_ws_fetch: Any, ctx: ToolContext):  # type: ignore[no-untyped-
     yield _open
     for window in windows:
         window.ws.close()
+    assert not [v for window in windows for v in window.violations]
 
 
 def _notebook(root: Path, name: str, *sources: str) -> tuple[Path, dict[str, Any]]:

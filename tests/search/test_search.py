@@ -14,8 +14,9 @@ import pytest
 
 from jupyter_mcp.core.context import ToolContext
 from jupyter_mcp.core.errors import ToolError
+from jupyter_mcp.project.events import open_events
 from jupyter_mcp.search.engine import LocalSearch, WorkerSearch
-from jupyter_mcp.search.index import ProjectIndex, open_events
+from jupyter_mcp.search.index import ProjectIndex
 from jupyter_mcp.services import build_services
 from jupyter_mcp.tools.search import search_in_files_content
 
@@ -384,9 +385,9 @@ def test_index_stays_fresh_with_and_without_events(tmp_path, use_events):
 
 def test_without_inotify_the_index_falls_back_to_stat_checks(tmp_path, monkeypatch):
     # Given a system without inotify_simple (not Linux)
-    import jupyter_mcp.search.index as search_index
+    import jupyter_mcp.project.events as file_events
 
-    monkeypatch.setattr(search_index, "INotify", None)
+    monkeypatch.setattr(file_events, "INotify", None)
     write(tmp_path, "a.txt", "alpha\n")
     index = ProjectIndex(tmp_path)
     try:

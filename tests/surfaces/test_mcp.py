@@ -9,34 +9,17 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
 import httpx2
 import pytest
 from mcp import Client, MCPError
-from mcp.client.streamable_http import streamable_http_client
 
 from jupyter_mcp.core.context import ToolContext
 from jupyter_mcp.core.registry import Tool
 
 MODES = ["legacy", "auto"]
-
-
-@pytest.fixture
-def connect(mcp_url: str, token: str):  # type: ignore[no-untyped-def]
-    """``async with connect(mode, **client_options) as client``: an SDK client on ``/mcp``."""
-
-    @asynccontextmanager
-    async def _connect(mode: str, **options: Any) -> AsyncIterator[Client]:
-        async with httpx2.AsyncClient(headers={"Authorization": f"token {token}"}) as http:
-            transport = streamable_http_client(mcp_url, http_client=http)
-            async with Client(transport, mode=mode, **options) as client:
-                yield client
-
-    return _connect
 
 
 async def list_all(client: Client) -> list[Any]:
@@ -196,7 +179,9 @@ async def test_call_returns_text_and_structured_content(connect, jp_root_dir, mo
         result = await client.call_tool("get_file_text_by_path", {"pathInProject": "hello.py"})
 
     assert result.is_error is False
-    assert len(result.content) == 1
+    # The text, then a link to the file it read
+    assert [block.type for block in result.content] == ["text", "resource_link"]
+    assert result.content[1].uri == "jupyter-mcp://file/hello.py"
     value = json.loads(result.content[0].text)
     assert value["content"] == "print('hi')\n"
     assert value["relativePath"] == "hello.py"
@@ -269,12 +254,13 @@ async def test_long_result_is_windowed_with_a_trailer(connect, jp_root_dir, mode
     )
     assert first.is_error is False
     assert first.content[0].text == whole[:8000]
-    assert len(first.content) == 2
+    assert [block.type for block in first.content] == ["text", "text", "resource_link"]
     trailer = first.content[1].text
     assert str(len(whole)) in trailer and "resultStart=8000" in trailer
     assert first.structured_content is None  # the whole value would defeat the window
     assert second.content[0].text == whole[8000:16000]
     assert "resultStart=16000" in second.content[1].text
+    assert len(second.content) == 2  # the link came with the first window
 
 
 # --- progress, logging, cancellation ----------------------------------------------------

@@ -124,7 +124,9 @@ async def test_pictures_of_a_run_come_as_image_content(connect: Any, jp_root_dir
     async with connect() as client:
         result = await client.call_tool("execute_notebook_cells", {"pathInProject": "pic.ipynb"})
         assert not result.is_error
-        assert [block.type for block in result.content] == ["text", "image"]
+        # The text, the picture, then links to the notebook, its variables and the cell
+        assert [block.type for block in result.content][:2] == ["text", "image"]
+        assert {block.type for block in result.content[2:]} == {"resource_link"}
         assert result.content[1].data == PNG and result.content[1].mime_type == "image/png"
 
 

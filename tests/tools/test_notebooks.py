@@ -298,7 +298,7 @@ async def test_pictures_come_as_image_content_and_as_resources(
         )
         assert not result.is_error
         kinds = [block.type for block in result.content]
-        assert kinds == ["text", "image"]
+        assert kinds == ["text", "image", "resource_link", "resource_link"]
         assert result.content[1].data == PNG and result.content[1].mime_type == "image/png"
         cell = json.loads(result.content[0].text)
         uri = cell["outputs"][0]["imageUri"]

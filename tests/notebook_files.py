@@ -47,3 +47,17 @@ async def answer_of(client: Client, tool: str, **arguments: Any) -> Any:
         return json.loads(text)
     except ValueError:
         return text
+
+
+def write_notebook(path: Path, cells: list[Any]) -> list[str]:
+    """Write a Python notebook of ``cells`` (nbformat cells) to ``path``; their ids."""
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {
+        "name": "python3",
+        "display_name": "Python 3",
+        "language": "python",
+    }
+    nb.cells = cells
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(nbformat.writes(nb))
+    return [cell.id for cell in cells]
