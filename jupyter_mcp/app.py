@@ -24,6 +24,7 @@ from .core.context import Settings, ToolContext
 from .core.registry import Registry
 from .core.toolsets import TOOLSETS, unknown_toolsets
 from .core.version import __version__
+from .documents.jupyter_contents import serve_stable_ids
 from .execution.processes import kill_groups_now
 from .kernels.managers import process_groups as kernel_process_groups
 from .lab.editor import EditorBridge
@@ -309,6 +310,8 @@ class JupyterMCP(ExtensionApp):
     _warm_task: asyncio.Task[None] | None = None
     _froze_heap = False
     _stopped: asyncio.Future[None] | None = None
+    #: What puts the contents managers' own ``get`` back (see jupyter_contents).
+    _unserve_ids: list[Callable[[], None]]
 
     def settings_snapshot(self) -> Settings:
         """The current policies as the plain object tools read (one trait per field)."""
@@ -396,6 +399,7 @@ class JupyterMCP(ExtensionApp):
         assert serverapp is not None  # jupyter_server links the extension before this call
         contents_manager = getattr(serverapp, "contents_manager", None)
         root_dir = Path(getattr(contents_manager, "root_dir", None) or serverapp.root_dir)
+        self._unserve_ids = []
         self.tool_executor = ThreadPoolExecutor(
             max_workers=self.tool_threads, thread_name_prefix="jupyter-mcp-tool"
         )
@@ -421,8 +425,10 @@ class JupyterMCP(ExtensionApp):
         services.before_file_write = both(editor.before_file_write, writes.writing)
         services.on_file_written = both(editor.on_file_written, writes.written)
         services.approver = editor.approve
-        # Notebooks open in JupyterLab (or shared, with jupyter-collaboration) change live.
+        # Notebooks open in JupyterLab (or shared, with jupyter-collaboration) change live, and
+        # load through the contents manager with the cell ids the tools give out.
         services.notebooks = LiveNotebooks(self.tool_context, editor, services.notebooks)
+        self._serve_stable_ids()
         self.registry.observers.append(editor.record_call)
         self.registry.start_observers.append(editor.call_started)
         self.log.info(
@@ -445,6 +451,19 @@ class JupyterMCP(ExtensionApp):
         # terminal ends the process without that, and a stop can be cut short. Then this ends,
         # as the process exits, what the server started.
         atexit.register(self._end_leftovers)
+
+    def _serve_stable_ids(self) -> None:
+        """Have the server's contents managers (the app's and the handlers') hand out the
+        tools' cell ids; a manager already doing so is left as it is."""
+        serverapp = self.serverapp
+        settings = getattr(getattr(serverapp, "web_app", None), "settings", {})
+        for manager in (
+            getattr(serverapp, "contents_manager", None),
+            settings.get("contents_manager"),
+        ):
+            restore = serve_stable_ids(manager, self.tool_context) if manager is not None else None
+            if restore is not None:
+                self._unserve_ids.append(restore)
 
     def _make_oauth(self) -> OAuthServer:
         """The OAuth authorization server, over the grants file of this user."""
@@ -512,10 +531,15 @@ class JupyterMCP(ExtensionApp):
         self.handlers.extend(default_handlers(self.tool_context, self.registry))
 
     async def _start_jupyter_server_extension(self, serverapp: Any) -> None:
-        """Start the standard MCP session manager once the event loop runs."""
+        """Start the standard MCP session manager once the event loop runs, and have the
+        contents manager hand out the tools' cell ids (JupyterLab and jupyter-collaboration
+        load notebooks through it)."""
         surface = self.tool_context.services.mcp_surface
         assert surface is not None  # made in initialize_settings, which runs first
         await surface.start()
+        # Again now that every extension is loaded: one may have replaced the contents manager
+        # (jupytext's server extension does, building its own from the configured class).
+        self._serve_stable_ids()
         if self.tool_context.services.oauth is not None:
             self.tool_context.services.oauth.start()
         if self.warm_start:
@@ -561,6 +585,9 @@ class JupyterMCP(ExtensionApp):
             # what start-up made becomes collectable again.
             gc.unfreeze()
             self._froze_heap = False
+        restores = getattr(self, "_unserve_ids", [])
+        while restores:
+            restores.pop()()
         context = getattr(self, "tool_context", None)
         if context is not None:
             await context.services.aclose(self.log)

@@ -27,6 +27,7 @@ from ..core.paths import is_inside
 from ..core.worker import WorkerFailed, WorkerProcess, WorkerTimeout
 from ..documents.facts import NOTEBOOK_SUFFIX, Stamp, is_notebook, stamp_of_stat
 from ..documents.files import read_notebook_and_view, read_text, transaction
+from ..documents.notebook_format import notebook_language, source_text
 from ..documents.notebook_view import cell_marker_lines, view_of
 from ..project.walk import iter_project_files
 from .engine import PYTHON_SUFFIXES, WARM, Changes, Delta, Source
@@ -38,9 +39,7 @@ def load_source(ctx: ToolContext, path_in_project: str, *, tool: str) -> Source:
     shown = ctx.relative(path)
     if is_notebook(path):
         nb, view = read_notebook_and_view(ctx, path, path_in_project)
-        language = (nb.metadata.get("kernelspec") or {}).get("language") or (
-            nb.metadata.get("language_info") or {}
-        ).get("name")
+        language = notebook_language(nb)
         if language and language.lower() != "python":
             raise ToolError(f"{tool} analyses Python; {shown} is a {language} notebook")
         return Source.of(path, shown, view, notebook=True)
@@ -65,7 +64,7 @@ def problem_input(
         {
             "id": cell.get("id"),
             "cell_type": cell.cell_type,
-            "source": cell.source,
+            "source": source_text(cell),
             "execution_count": cell.get("execution_count"),
         }
         for cell in nb.cells

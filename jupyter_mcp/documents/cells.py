@@ -178,6 +178,12 @@ def edit_cell(
         raise ToolError(f"cellType must be one of {', '.join(CELL_TYPES)}, got {cell_type!r}")
     position = find_cell(nb, shown, cell_id, index)
     cell = nb["cells"][position]
+    if cell.get("cell_type") not in CELL_TYPES:
+        raise ToolError(
+            f"Cell {cell.get('id')} (index {position}) of {shown} is a {cell.get('cell_type')!r} "
+            "cell, a type this server's nbformat does not know: it is kept as it is, and can be "
+            "moved or deleted but not edited; nothing was changed"
+        )
     check_expected(cell, shown, position, expected_source)
     old = source_of(cell)
     new = old

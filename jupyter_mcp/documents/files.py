@@ -13,20 +13,22 @@ import os
 import stat
 import tempfile
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..core.context import ToolContext
 from ..core.errors import ToolError
 from .facts import is_notebook, looks_binary, stamp_of_stat
-from .notebook_view import (
-    apply_view,
+from .notebook_format import (
+    ParsedFile,
     dump_notebook,
-    new_notebook_from_view,
-    read_notebook,
-    view_of,
+    parsed_file,
+    upgrade_note,
+    upgraded_for_write,
+    validation_problem,
 )
+from .notebook_view import apply_view, new_notebook_from_view, view_of
 
 if TYPE_CHECKING:
     from nbformat import NotebookNode
@@ -90,12 +92,31 @@ def read_text(ctx: ToolContext, path: Path, shown: str) -> str:
     return view_of(path, stamp_of_stat(path.stat()), lambda: read_raw_text(ctx, path, shown), shown)
 
 
+def read_notebook_file(ctx: ToolContext, path: Path, shown: str) -> ParsedFile:
+    """The notebook file at ``path`` parsed, every cell with its id (see
+    :mod:`~jupyter_mcp.documents.notebook_format`): parsed once per change of the file and
+    shared, so the caller must not change it."""
+    try:
+        st = path.stat()
+    except OSError:
+        st = None
+    if st is None or not stat.S_ISREG(st.st_mode) or st.st_size > ctx.settings.max_file_bytes:
+        _check_file(ctx, path, shown)  # says what is wrong with it
+    assert st is not None
+    seen = stamp_of_stat(st)  # before the read: a write after it shows as a new stamp
+    return parsed_file(path, seen, lambda: read_raw_text(ctx, path, shown), shown)
+
+
+def _parsed_and_view(ctx: ToolContext, path: Path, shown: str) -> tuple[ParsedFile, str]:
+    parsed = read_notebook_file(ctx, path, shown)
+    return parsed, view_of(path, parsed.version, lambda: read_raw_text(ctx, path, shown), shown)
+
+
 def read_notebook_and_view(ctx: ToolContext, path: Path, shown: str) -> tuple[NotebookNode, str]:
-    """A notebook file parsed, and its percent-format view (from the cache when unchanged)."""
-    _check_file(ctx, path, shown)
-    seen = stamp_of_stat(path.stat())  # before the read: a write after it shows as a new stamp
-    raw = read_raw_text(ctx, path, shown)
-    return read_notebook(raw, shown), view_of(path, seen, lambda: raw, shown)
+    """A notebook file parsed (shared: the caller must not change it), and its percent-format
+    view, both from the caches while the file is unchanged."""
+    parsed, view = _parsed_and_view(ctx, path, shown)
+    return parsed.nb, view
 
 
 def atomic_write(path: Path, data: str | bytes) -> None:
@@ -158,6 +179,10 @@ class Transaction:
         self.paths = paths
         #: The files written so far, in order.
         self.written: list[Path] = []
+        #: What the results of the change say of a written notebook: ``upgraded`` when this
+        #: write changed its format (see :func:`~.notebook_format.upgrade_note`), ``invalid``
+        #: when nbformat already found it invalid (the write left that as it was).
+        self.notes: dict[Path, dict[str, str]] = {}
         self._checked: set[Path] = set()
         self._originals: dict[Path, bytes | None] = {}
 
@@ -200,11 +225,11 @@ class Transaction:
             if create:
                 self._store(path, dump_notebook(new_notebook_from_view(text)))
                 return True
-            nb, view = read_notebook_and_view(self.ctx, path, shown)
-            updated = apply_view(nb, text, view)
+            parsed, view = _parsed_and_view(self.ctx, path, shown)
+            updated = apply_view(parsed.nb, text, view)
             if updated is None:
                 return False
-            self._store(path, dump_notebook(updated))
+            self.write_notebook(path, shown, updated, parsed)
             return True
         if not create:
             with contextlib.suppress(ToolError):
@@ -213,11 +238,34 @@ class Transaction:
         self._store(path, text)
         return True
 
-    def write_notebook(self, path: Path, nb: NotebookNode) -> None:
-        """Store ``nb`` as the notebook file at ``path`` (the cell tools' write)."""
+    def write_notebook(self, path: Path, shown: str, nb: Any, parsed: ParsedFile) -> None:
+        """Store ``nb``, a changed copy of the notebook file ``parsed`` (as read in this
+        transaction), as the file at ``path``.
+
+        It is stored as nbformat 4.5 when it is older (its cells keep the ids they were read
+        with); a change that would make a valid notebook invalid is refused, writing nothing.
+        """
         self._require(path)
         self.check_unsaved(path)
+        upgraded_for_write(nb)
+        invalid = parsed.problem()
+        if invalid is None:
+            problem = validation_problem(nb)
+            if problem is not None:  # a bug of an edit, not the agent's input: say it
+                raise ToolError(
+                    f"The change would make {shown} an invalid notebook ({problem}); nothing "
+                    "was written"
+                )
         self._store(path, dump_notebook(nb))
+        notes = self.notes.setdefault(path, {})
+        note = upgrade_note(shown, parsed.stored)
+        if note is not None:
+            notes["upgraded"] = note
+        if invalid is not None:
+            notes["invalid"] = (
+                f"{shown} is not a valid notebook for nbformat ({invalid}); the change left "
+                "that as it was"
+            )
 
     def _store(self, path: Path, data: str | bytes | None) -> None:
         """The one place a project file is replaced (``None``: removed, when rolling back)."""
@@ -277,6 +325,8 @@ class Edit:
     path: Path
     changed: bool
     result: object = None
+    #: What the result says of a notebook this write upgraded (see ``Transaction.notes``).
+    notes: dict[str, str] = field(default_factory=dict)
 
 
 def edit_text(
@@ -292,4 +342,4 @@ def edit_text(
         text = tx.read(path, path_in_project)
         new_text, extra = change(text)
         changed = new_text != text and tx.write(path, path_in_project, new_text)
-    return Edit(path=path, changed=changed, result=extra)
+    return Edit(path=path, changed=changed, result=extra, notes=tx.notes.get(path, {}))

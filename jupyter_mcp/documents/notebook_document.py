@@ -6,8 +6,10 @@ and output at once, undo works and unsaved edits are kept; a closed one in its f
 the one write transaction of :mod:`jupyter_mcp.documents.files`. The tools do not know which:
 they ask :class:`NotebookDocuments` for the document of a path and talk to it.
 
-Cells are nbformat v4 cell dicts, every one with an ``id`` (a notebook without ids gets them
-on its first change, as JupyterLab does when it saves).
+Cells are nbformat v4 cell dicts, every one with an ``id``: those the notebook's file stores, or
+derived from it where it stores none (see :mod:`~jupyter_mcp.documents.notebook_format`), and
+stored by the first change, as JupyterLab does when it saves. A cell may be of a type nbformat 4
+does not define (a newer minor version's); the edits keep it as it is.
 """
 
 from __future__ import annotations
@@ -30,6 +32,10 @@ class NotebookDocument(Protocol):
     #: How tools name it to the agent (the path relative to the project root).
     shown: str
     location: Location
+    #: What the last :meth:`change` of this document has to tell the agent beside its result
+    #: (``upgraded``: it changed the file's nbformat version or stored its cells' ids;
+    #: ``invalid``: nbformat finds the notebook invalid, and the change left that as it was).
+    notes: dict[str, str]
 
     async def snapshot(self) -> dict[str, Any]:
         """The notebook as it is now: an nbformat v4 dict, cells with ids, live when open."""

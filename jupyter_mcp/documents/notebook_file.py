@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import copy
-import hashlib
-import stat
 import threading
 import time
 from collections.abc import Callable, Hashable
@@ -22,10 +20,10 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..core.context import ToolContext
 from ..core.errors import ToolError
-from .facts import Stamp, is_notebook, stamp_of, stamp_of_stat
-from .files import read_raw_text, transaction
+from .facts import is_notebook, stamp_of
+from .files import read_notebook_file, transaction
 from .notebook_document import Location
-from .notebook_view import dump_notebook, read_notebook
+from .notebook_format import ParsedFile, Stored
 from .running_cell import CELL_OUTPUT_LIMIT, RunningCell
 
 if TYPE_CHECKING:
@@ -36,117 +34,21 @@ T = TypeVar("T")
 #: Seconds between two writes of a running cell's outputs into its file.
 FLUSH_INTERVAL = 0.5
 
-_CELL_TYPES = ("code", "markdown", "raw")
-
-
-def check_structure(nb: Any, shown: str) -> None:
-    """Refuse (ToolError) a parsed notebook whose cells the tools could not work with."""
-    cells = nb.get("cells") if isinstance(nb, dict) else None
-    if not isinstance(cells, list):
-        raise ToolError(f"{shown} is not a valid notebook: it has no list of cells")
-    for index, cell in enumerate(cells):
-        if not isinstance(cell, dict) or cell.get("cell_type") not in _CELL_TYPES:
-            raise ToolError(f"{shown} is not a valid notebook: cell {index} has no valid cell_type")
-        if not isinstance(cell.get("source", ""), str | list):
-            raise ToolError(f"{shown} is not a valid notebook: cell {index} has no valid source")
-
-
-def _has_ids(nb: Any) -> bool:
-    return (nb.get("nbformat", 4), nb.get("nbformat_minor", 0)) >= (4, 5)
-
-
-def stable_ids(nb: Any) -> None:
-    """Give the cells of a notebook without ids (nbformat < 4.5) ids, in place.
-
-    The ids follow from each cell's position and source, so reading the notebook twice gives
-    the same ids and an edit by an id the agent read finds its cell; the first change stores
-    them (and the notebook becomes nbformat 4.5, as when JupyterLab saves it).
-    """
-    seen: set[str] = set()
-    for index, cell in enumerate(nb.get("cells") or []):
-        cell_id = cell.get("id")
-        if not isinstance(cell_id, str) or not cell_id or cell_id in seen:
-            source = cell.get("source", "")
-            if isinstance(source, list):
-                source = "".join(source)
-            digest = hashlib.sha1(f"{index}\0{source}".encode(errors="replace")).hexdigest()
-            cell_id = digest[:8]
-            while cell_id in seen:
-                cell_id = hashlib.sha1(cell_id.encode()).hexdigest()[:8]
-            cell["id"] = cell_id
-        seen.add(cell_id)
-
-
-def _normalised(nb: Any) -> None:
-    """Sources as strings and every cell with an id: what the tools' edits rely on."""
-    for cell in nb.get("cells") or []:
-        if isinstance(cell.get("source"), list):
-            cell["source"] = "".join(cell["source"])
-    stable_ids(nb)
-
-
-def _dump(nb: Any) -> str:
-    import nbformat
-
-    # Edits may put plain dicts into the notebook; nbformat's writer wants NotebookNodes.
-    return dump_notebook(nbformat.from_dict(nb))
-
-
-def _valid(nb: Any) -> bool:
-    import nbformat
-
-    if not _has_ids(nb):  # as it will be stored: with the ids it was given
-        nb = {**nb, "nbformat": 4, "nbformat_minor": 5}
-    try:
-        nbformat.validate(nb)
-    except Exception:
-        return False
-    return True
-
-
-#: Parsed notebook files by path, with the stamp they were read at. Parsing (nbformat reads and
-#: validates) costs milliseconds per hundred cells and agents re-read the same notebooks, often
-#: several times in one answer (opening it, then its snapshot, then each result window).
-_PARSED_SIZE = 16
-_parsed: dict[Path, tuple[Stamp, Any]] = {}
-_parsed_lock = threading.Lock()
-
-
-def _parse(ctx: ToolContext, path: Path, shown: str) -> Any:
-    """The notebook at ``path`` parsed and normalised, shared: callers must not change it."""
-    try:
-        st = path.stat()
-    except OSError:
-        raise ToolError(f"Notebook not found: {shown}") from None
-    if stat.S_ISREG(st.st_mode) and st.st_size <= ctx.settings.max_file_bytes:
-        seen: Stamp | None = stamp_of_stat(st)  # before the read: a later write shows
-        with _parsed_lock:
-            found = _parsed.get(path)
-        if found is not None and found[0] == seen:
-            return found[1]
-    else:
-        seen = None  # read_raw_text says what is wrong with it
-    nb = read_notebook(read_raw_text(ctx, path, shown), shown)
-    check_structure(nb, shown)
-    _normalised(nb)
-    if seen is not None:
-        with _parsed_lock:
-            _parsed.pop(path, None)  # re-inserted last: the oldest entry goes first
-            _parsed[path] = (seen, nb)
-            while len(_parsed) > _PARSED_SIZE:
-                _parsed.pop(next(iter(_parsed)))
-    return nb
-
 
 def load_notebook(
     ctx: ToolContext, path: Path, shown: str, *, private: bool = True
 ) -> NotebookNode:
-    """The notebook file at ``path`` parsed (sources as strings, every cell with an id).
+    """The notebook file at ``path`` parsed (sources as strings, every cell with its id).
 
-    A file unchanged since it was last read (same stamp) is not read, parsed or validated
-    again. With ``private`` the caller gets its own copy, to change; without, the cached one,
-    which it must only read.
+    A file unchanged since it was last read (same stamp) is not read or parsed again. With
+    ``private`` the caller gets its own copy, to change; without, the cached one, which it
+    must only read.
     """
+    nb = _parsed(ctx, path, shown).nb
+    return copy.deepcopy(nb) if private else nb
+
+
+def _parsed(ctx: ToolContext, path: Path, shown: str) -> ParsedFile:
     if not is_notebook(path):
         raise ToolError(
             f"{shown} is not a notebook (.ipynb); the notebook tools work on notebooks, the "
@@ -154,8 +56,16 @@ def load_notebook(
         )
     if not path.exists():
         raise ToolError(f"Notebook not found: {shown}")
-    nb = _parse(ctx, path, shown)
-    return copy.deepcopy(nb) if private else nb
+    return read_notebook_file(ctx, path, shown)
+
+
+def stored_format(ctx: ToolContext, path: Path, shown: str) -> Stored | None:
+    """What the notebook file at ``path`` says of itself (version, ids), from the parse cache;
+    None when it cannot be read as a notebook now (caught mid-save, say)."""
+    try:
+        return _parsed(ctx, path, shown).stored
+    except ToolError:
+        return None
 
 
 class FileNotebook:
@@ -175,6 +85,7 @@ class FileNotebook:
         self.ctx = ctx
         self.path = path
         self.shown = shown
+        self.notes: dict[str, str] = {}
         self.flush_interval = flush_interval
         self.output_limit = output_limit
         self._runs: dict[str, RunningCell] = {}
@@ -197,28 +108,13 @@ class FileNotebook:
 
     def _change(self, edit: Callable[[dict[str, Any]], T]) -> T:
         with transaction(self.ctx, [self.path]) as tx:
-            nb = load_notebook(self.ctx, self.path, self.shown)
-            was_valid = _valid(nb)
-            before = _dump(nb)
+            parsed = _parsed(self.ctx, self.path, self.shown)
+            nb = copy.deepcopy(parsed.nb)
             result = edit(nb)
-            if _dump(nb) != before or not _has_ids(nb):
-                self._store(tx, nb, was_valid)
+            if nb != parsed.nb:  # the cached parse is the file as it is
+                tx.write_notebook(self.path, self.shown, nb, parsed)
+                self.notes = tx.notes.get(self.path, {})
         return result
-
-    def _store(self, tx: Any, nb: Any, was_valid: bool) -> None:
-        import nbformat
-
-        if not _has_ids(nb):
-            nb["nbformat"], nb["nbformat_minor"] = 4, 5
-        if was_valid and not _valid(nb):
-            try:
-                nbformat.validate(nb)
-            except Exception as e:  # a bug of an edit, not the agent's input: say it, write nothing
-                raise ToolError(
-                    f"The change would make {self.shown} an invalid notebook ({e}); "
-                    "nothing was written"
-                ) from None
-        tx.write_notebook(self.path, nbformat.from_dict(nb))
 
     # -- a running cell --------------------------------------------------------------------
 
@@ -280,8 +176,8 @@ class FileNotebook:
         # The state is read under the notebook's lock, so whichever write comes last has the
         # latest outputs, even when an earlier flush's thread is still running.
         with transaction(self.ctx, [self.path]) as tx:
-            nb = load_notebook(self.ctx, self.path, self.shown)
-            was_valid = _valid(nb)
+            parsed = _parsed(self.ctx, self.path, self.shown)
+            nb = copy.deepcopy(parsed.nb)
             with self._runs_lock:
                 runs = list(self._runs.values())
                 states = [(run, run.outputs, run.execution_count, run.finished) for run in runs]
@@ -299,7 +195,7 @@ class FileNotebook:
                     raise ToolError(f"Cell {run.cell_id} of {self.shown} is not a code cell")
                 cell["outputs"] = copy.deepcopy(outputs)
                 cell["execution_count"] = count if finished else None
-            self._store(tx, nb, was_valid)
+            tx.write_notebook(self.path, self.shown, nb, parsed)
 
 
 class FileNotebooks:

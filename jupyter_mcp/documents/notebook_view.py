@@ -26,7 +26,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..core.errors import ToolError
-from .facts import Stamp
+from .notebook_format import (
+    IDS_SINCE,
+    is_known_cell,
+    notebook_language,
+    parsed_file,
+    read_notebook,
+    source_text,
+    version_of,
+)
 
 if TYPE_CHECKING:
     from nbformat import NotebookNode
@@ -45,13 +53,41 @@ def is_magic_line(line: str) -> bool:
 
 
 def _for_view(nb: NotebookNode) -> NotebookNode:
+    """What jupytext renders: ``nb``'s cells, a cell of a type nbformat 4 does not define as a
+    raw cell of its source, and of the metadata only what names the language (the view shows
+    no metadata, and metadata that is not what nbformat describes must not break it)."""
     from nbformat import NotebookNode
 
     shallow = copy.copy(nb)
-    shallow.metadata = NotebookNode({**nb.metadata, "jupytext": dict(_FILTERS)})
-    if not shallow.metadata.get("kernelspec") and not shallow.metadata.get("language_info"):
-        shallow.metadata["kernelspec"] = {"name": "python3", "language": "python"}
+    found = nb.get("metadata")
+    metadata: dict[str, Any] = found if isinstance(found, dict) else {}
+    shown = NotebookNode({"jupytext": dict(_FILTERS)})
+    for key in ("kernelspec", "language_info"):
+        if isinstance(metadata.get(key), dict):
+            shown[key] = metadata[key]
+    if notebook_language(nb) is None:
+        shown["kernelspec"] = {"name": "python3", "language": "python"}
+    shallow.metadata = shown
+    # A newer minor version renders as the newest jupytext knows (it would warn of it).
+    shallow.nbformat, shallow.nbformat_minor = 4, min(version_of(nb)[1], IDS_SINCE[1])
+    if not all(is_known_cell(cell) for cell in nb.cells):
+        shallow.cells = [cell if is_known_cell(cell) else _stand_in(cell) for cell in nb.cells]
     return shallow
+
+
+def _stand_in(cell: Any) -> NotebookNode:
+    """The raw cell a cell of an unknown type shows as in the view (JupyterLab shows it as a
+    raw cell too): its source, or a line that says what it is."""
+    from nbformat import NotebookNode
+
+    source = source_text(cell) or (
+        f"[a {cell.get('cell_type')!r} cell: a cell type nbformat 4 does not define, kept as it is]"
+    )
+    return NotebookNode(cell_type="raw", source=source, metadata=NotebookNode())
+
+
+def _view_type(cell: Any) -> str:
+    return cell.get("cell_type") if is_known_cell(cell) else "raw"
 
 
 def notebook_view(nb: NotebookNode) -> str:
@@ -73,9 +109,7 @@ def parse_view(text: str, like: NotebookNode | None = None) -> NotebookNode:
 
 
 def _view_extension(nb: NotebookNode) -> str:
-    language = (nb.metadata.get("kernelspec") or {}).get("language") or (
-        nb.metadata.get("language_info") or {}
-    ).get("name")
+    language = notebook_language(nb)
     if not language:
         return "py"
     from jupytext.languages import _SCRIPT_EXTENSIONS
@@ -87,7 +121,7 @@ def _view_extension(nb: NotebookNode) -> str:
 
 
 def _key(cell: Any) -> tuple[str, str]:
-    return (cell.cell_type, cell.source)
+    return (_view_type(cell), source_text(cell))
 
 
 def apply_view(nb: NotebookNode, text: str, old_text: str | None = None) -> NotebookNode | None:
@@ -119,6 +153,7 @@ def apply_view(nb: NotebookNode, text: str, old_text: str | None = None) -> Note
         if i not in used:
             unused_by_key.setdefault(key, []).append(i)
     cells: list[NotebookNode] = []
+    taken = {str(cell.get("id")) for cell in nb.cells}
     for tag, i1, i2, j1, j2 in opcodes:
         if tag == "equal":
             cells.extend(copy.deepcopy(nb.cells[i1:i2]))
@@ -138,14 +173,31 @@ def apply_view(nb: NotebookNode, text: str, old_text: str | None = None) -> Note
                 cell = copy.deepcopy(old)
                 cell.source = new.source
             else:
-                cell = _new_cell(new.cell_type, new.source, nb)
+                cell = _new_cell(new.cell_type, new.source, taken)
             cells.append(cell)
+    _keep_unknown_cells(nb, cells)
     result = copy.deepcopy(nb)
     result.cells = cells
     return result
 
 
-def _new_cell(cell_type: str, source: str, nb: NotebookNode) -> NotebookNode:
+def _keep_unknown_cells(nb: NotebookNode, cells: list[Any]) -> None:
+    """Refuse a text that drops a cell of a type nbformat 4 does not define: the view shows it
+    as a raw cell, but its text cannot say what it holds, so it is only ever kept verbatim
+    (moved with the text around it) or deleted by id."""
+    kept = {cell.get("id") for cell in cells if not is_known_cell(cell)}
+    for index, cell in enumerate(nb.cells):
+        if not is_known_cell(cell) and cell.get("id") not in kept:
+            raise ToolError(
+                f"The text changes or removes cell {index} (id {cell.get('id')}), a "
+                f"{cell.get('cell_type')!r} cell, a type this server's nbformat does not know: "
+                "it shows as a raw cell and has to stay as it is in the text (delete it with "
+                "delete_notebook_cells); nothing was written"
+            )
+
+
+def _new_cell(cell_type: str, source: str, taken: set[str]) -> NotebookNode:
+    """A new cell with a fresh id (none of ``taken``, which it joins)."""
     import nbformat
 
     maker = {
@@ -154,8 +206,9 @@ def _new_cell(cell_type: str, source: str, nb: NotebookNode) -> NotebookNode:
         "raw": nbformat.v4.new_raw_cell,
     }[cell_type]
     cell = maker(source)
-    if (nb.get("nbformat"), nb.get("nbformat_minor", 0)) < (4, 5):
-        cell.pop("id", None)
+    while cell.id in taken:  # a fresh random id colliding is vanishingly rare, but cheap
+        cell = maker(source)
+    taken.add(cell.id)
     return cell
 
 
@@ -171,7 +224,8 @@ def new_notebook_from_view(text: str) -> NotebookNode:
         "language": "python",
     }
     nb.metadata["language_info"] = {"name": "python"}
-    nb.cells = [_new_cell(c.cell_type, c.source, nb) for c in parsed.cells]
+    taken: set[str] = set()
+    nb.cells = [_new_cell(c.cell_type, c.source, taken) for c in parsed.cells]
     return nb
 
 
@@ -204,23 +258,6 @@ def notebook_from_cells(cells: Any, metadata: Any) -> NotebookNode:
     return nb
 
 
-def read_notebook(raw: str, name: str) -> NotebookNode:
-    """Parse notebook JSON with a clear error when it is not a notebook."""
-    import nbformat
-
-    try:
-        return nbformat.reads(raw, as_version=4)
-    except Exception as e:
-        raise ToolError(f"{name} is not a valid notebook: {e}") from e
-
-
-def dump_notebook(nb: NotebookNode) -> str:
-    """Serialise a notebook as Jupyter writes it."""
-    import nbformat
-
-    return nbformat.writes(nb, version=nbformat.NO_CONVERT)
-
-
 # --------------------------------------------------------------------------------------------
 # The one cache of views
 
@@ -243,13 +280,13 @@ def _cached(key: Hashable, version: Hashable, render: Callable[[], str]) -> str:
     return view
 
 
-def view_of(path: Path, stamp: Stamp, load: Callable[[], str], shown: str) -> str:
+def view_of(path: Path, stamp: Hashable, load: Callable[[], str], shown: str) -> str:
     """The view of the notebook file at ``path`` whose change stamp is ``stamp``.
 
     ``load`` returns the file's JSON text (it is called only when the view is not cached);
     a ToolError when it is not a notebook.
     """
-    return _cached(path, stamp, lambda: notebook_view(read_notebook(load(), shown)))
+    return _cached(path, stamp, lambda: notebook_view(parsed_file(path, stamp, load, shown).nb))
 
 
 def view_of_notebook(nb: NotebookNode) -> str:
@@ -289,7 +326,7 @@ def view_lines_by_cell(
     cells = []
     for index, cell in enumerate(nb.cells):
         first = markers[index] + 1
-        count = len(cell.source.splitlines())
+        count = len(source_text(cell).splitlines())
         inside = sorted(line - first + 1 for line in lines if first <= line < first + count)
         if inside:
             cells.append({"id": cell.get("id"), "lines": inside})

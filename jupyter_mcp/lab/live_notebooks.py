@@ -33,7 +33,18 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from ..core.context import ToolContext
 from ..core.errors import ToolError
 from ..documents.notebook_document import Location, NotebookDocument, NotebookDocuments
-from ..documents.notebook_file import FileNotebooks, check_structure, stable_ids
+from ..documents.notebook_file import FileNotebooks, load_notebook, stored_format
+from ..documents.notebook_format import (
+    IDS_SINCE,
+    Stored,
+    check_structure,
+    give_ids,
+    is_known_cell,
+    source_text,
+    upgrade_note,
+    upgraded_for_write,
+    version_of,
+)
 from ..documents.running_cell import CELL_OUTPUT_LIMIT, RunningCell
 from ..kernels.sessions import api_path
 
@@ -72,9 +83,9 @@ async def held(lock: threading.Lock) -> AsyncIterator[None]:
 def _normalised(nb: dict[str, Any], shown: str) -> dict[str, Any]:
     check_structure(nb, shown)
     for cell in nb["cells"]:
-        if isinstance(cell.get("source"), list):
-            cell["source"] = "".join(cell["source"])
-    stable_ids(nb)
+        if is_known_cell(cell):
+            cell["source"] = source_text(cell)
+    give_ids(nb)
     return nb
 
 
@@ -221,11 +232,23 @@ class _LiveExecution(ABC):
         self.ctx = ctx
         self.path = path
         self.shown = shown
+        self.notes: dict[str, str] = {}
         self._runs = _LiveRuns(self._show_run, flush_interval, output_limit)
 
     @abstractmethod
     async def _show_run(self, run: RunningCell, state: str) -> None:
         """Show ``run`` in the document (``state``: how far it is), the document's own way."""
+
+    async def _stored(self) -> Stored | None:
+        """What the notebook's file says of itself now (read before a change: whether the
+        change is the one that upgrades it, once it is saved)."""
+        return await asyncio.to_thread(stored_format, self.ctx, self.path, self.shown)
+
+    def _changed(self, stored: Stored | None, saved_by: str) -> None:
+        """Say in ``notes`` when the change just made upgrades the file ``stored`` describes,
+        once ``saved_by`` stores it."""
+        note = None if stored is None else upgrade_note(self.shown, stored, saved_by=saved_by)
+        self.notes = {} if note is None else {"upgraded": note}
 
     async def run_started(self, cell_id: str) -> None:
         await self._runs.started(cell_id)
@@ -288,8 +311,11 @@ class WindowNotebook(_LiveExecution):
             result = edit(nb)
             _normalised(nb, self.shown)
             ops = cell_ops(before, nb["cells"])
-            if ops and await self._requests.notebook_apply(self._lab_path, ops) is None:
-                raise self._closed()
+            if ops:
+                stored = await self._stored()
+                if await self._requests.notebook_apply(self._lab_path, ops) is None:
+                    raise self._closed()
+                self._changed(stored, "the JupyterLab window")
         return result
 
     async def _show_run(self, run: RunningCell, state: str) -> None:
@@ -361,12 +387,26 @@ class SharedNotebook(_LiveExecution):
     async def snapshot(self) -> dict[str, Any]:
         changes = self._changes
         if changes is None:
-            return _normalised(copy.deepcopy(self._ydoc.get()), self.shown)
+            return _normalised(self._content(), self.shown)
         count = changes.count
         if changes.snapshot is None or changes.snapshot[0] != count:
             # Converting the document to Python costs milliseconds; keep it while unchanged.
-            changes.snapshot = (count, _normalised(self._ydoc.get(), self.shown))
+            changes.snapshot = (count, _normalised(self._content(), self.shown))
         return copy.deepcopy(changes.snapshot[1])
+
+    def _content(self) -> dict[str, Any]:
+        nb: dict[str, Any] = self._ydoc.get()
+        if version_of(nb) < IDS_SINCE:
+            # jupyter_ydoc leaves the ids out of a notebook older than 4.5, but its cells
+            # have them (those Jupyter's contents manager loaded it with): they are the ids
+            # handed out, and the first change stores them.
+            ycells = list(self._ydoc.ycells)
+            if len(ycells) == len(nb["cells"]):
+                for cell, ycell in zip(nb["cells"], ycells, strict=True):
+                    cell_id = ycell.get("id")
+                    if isinstance(cell_id, str) and cell_id and "id" not in cell:
+                        cell["id"] = cell_id
+        return nb
 
     def version(self) -> Hashable | None:
         if self._changes is None:
@@ -379,13 +419,13 @@ class SharedNotebook(_LiveExecution):
             before = copy.deepcopy(nb)
             result = edit(nb)
             _normalised(nb, self.shown)
-            if (nb.get("nbformat", 4), nb.get("nbformat_minor", 0)) < (4, 5):
-                # Its cells have ids now, which nbformat 4.5 is the first to keep.
-                nb["nbformat"], nb["nbformat_minor"] = 4, 5
             if nb != before:
+                upgraded_for_write(nb)  # its cells have ids, which 4.5 is the first to keep
+                stored = await self._stored()
                 # jupyter_ydoc matches cells by id and updates only what changed, in one
                 # transaction, so every window sees the change as a change, not a reload.
                 self._ydoc.set(nb)
+                self._changed(stored, "jupyter-collaboration")
         return result
 
     def _ycell(self, cell_id: str) -> Any:
@@ -477,21 +517,49 @@ class LiveNotebooks:
             return SharedNotebook(self.ctx, ydoc, path, shown)
         if serverapp is None:
             return doc
+        if extension is not None and not await asyncio.to_thread(self._shareable, path, shown):
+            extension = None
         if extension is not None:
-            ydoc = await extension.get_document(
-                path=lab_path,
-                content_type="notebook",
-                file_format="json",
-                copy=False,
-                create=create,
-            )
-            if ydoc is not None:
-                self._opened_shared(lab_path, ydoc)
-                return SharedNotebook(self.ctx, ydoc, path, shown)
+            try:
+                ydoc = await extension.get_document(
+                    path=lab_path,
+                    content_type="notebook",
+                    file_format="json",
+                    copy=False,
+                    create=create,
+                )
+            except Exception as e:  # jupyter-collaboration's own failure to load the notebook
+                # (jupyter_ydoc wants a source in every cell, which a cell of a newer minor
+                # version may lack): no window can open it shared either, so its file is
+                # the notebook.
+                self.ctx.log.warning(
+                    "jupyter-collaboration cannot load %s (%s: %s); it is changed in its file",
+                    shown,
+                    type(e).__name__,
+                    e,
+                )
+            else:
+                if ydoc is not None:
+                    self._opened_shared(lab_path, ydoc)
+                    return SharedNotebook(self.ctx, ydoc, path, shown)
         window = self._window_showing(path)
         if window is not None and self.bridge is not None:
             return WindowNotebook(self.ctx, self.bridge, window, path, shown, lab_path)
         return doc
+
+    def _shareable(self, path: Path, shown: str) -> bool:
+        """Whether a shared document can hold the notebook: jupyter_ydoc needs a source in
+        every cell, which a cell of a newer minor version may not have (loading it would
+        leave a shared document without the cells after it)."""
+        nb = load_notebook(self.ctx, path, shown, private=False)  # parsed by files.open
+        if all(isinstance(cell.get("source"), str) for cell in nb["cells"]):
+            return True
+        self.ctx.log.info(
+            "%s has a cell without a source, which jupyter-collaboration cannot share; it is "
+            "changed in its file",
+            shown,
+        )
+        return False
 
     def _window_showing(self, path: Path) -> Window | None:
         if self.bridge is None:

@@ -73,6 +73,7 @@ def rewrite_file_content(ctx: ToolContext, pathInProject: str, text: str) -> dic
         **_where(ctx, path),
         "size": path.stat().st_size,
         "operationTimeMs": _elapsed_ms(started),
+        **tx.notes.get(path, {}),
     }
 
 
@@ -204,8 +205,9 @@ def replace_file_content_at_position(
         after = _terminator(last) + "".join(lines[endLine:])
         return before + content + after, None
 
-    edit_text(ctx, pathInProject, change)
-    return "ok"
+    edit = edit_text(ctx, pathInProject, change)
+    # The answer is "ok"; a notebook this write upgraded says so after it.
+    return "; ".join(["ok", *edit.notes.values()])
 
 
 @tools.tool(
@@ -221,7 +223,7 @@ def append_file_content(ctx: ToolContext, pathInProject: str, text: str) -> dict
     """Append ``text`` under the file's lock, so concurrent appends all land."""
     started = time.perf_counter()
     edit = edit_text(ctx, pathInProject, lambda old: (old + text, None))
-    return {**_where(ctx, edit.path), "operationTimeMs": _elapsed_ms(started)}
+    return {**_where(ctx, edit.path), "operationTimeMs": _elapsed_ms(started), **edit.notes}
 
 
 @tools.tool(
@@ -269,4 +271,5 @@ def replace_specific_text(
         "relativePath": ctx.relative(edit.path),
         "replacements": edit.result,
         "operationTimeMs": _elapsed_ms(started),
+        **edit.notes,
     }

@@ -9,12 +9,14 @@ lock, the one the file tools take.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from ..core.context import ToolContext
 from ..core.errors import ToolError
 from ..core.registry import ToolSet, WithImages, WithViewData
 from ..documents import cells as ops
+from ..documents.notebook_document import NotebookDocument
 from ..lab.notebooks import (
     cell_images,
     cell_object,
@@ -38,6 +40,14 @@ EXPECTED = {
         "since, nothing is changed and the error gives the current source."
     ),
 }
+
+
+async def _change(
+    doc: NotebookDocument, edit: Callable[[dict[str, Any]], dict[str, Any]]
+) -> dict[str, Any]:
+    """Apply a cell edit; the result says when it upgraded the notebook's file."""
+    result = await doc.change(edit)
+    return {**result, **doc.notes}
 
 
 @tools.tool(
@@ -135,8 +145,8 @@ async def insert_notebook_cell(
 ) -> dict[str, Any]:
     """Insert one cell."""
     doc = await open_notebook(ctx, pathInProject)
-    return await doc.change(
-        lambda nb: ops.insert_cell(nb, doc.shown, source, cellType, index, afterCellId)
+    return await _change(
+        doc, lambda nb: ops.insert_cell(nb, doc.shown, source, cellType, index, afterCellId)
     )
 
 
@@ -191,7 +201,7 @@ async def edit_notebook_cell(
             texts.update(before=before, after=ops.source_of(nb["cells"][answer["index"]]))
         return answer
 
-    answer = await doc.change(edit)
+    answer = await _change(doc, edit)
     where = f"{doc.shown} · cell {answer.get('cellId')}"
     return WithViewData(answer, lambda: {"files": [{"path": where, **texts}] if texts else []})
 
@@ -222,7 +232,7 @@ async def delete_notebook_cells(
 ) -> dict[str, Any]:
     """Delete cells."""
     doc = await open_notebook(ctx, pathInProject)
-    return await doc.change(lambda nb: ops.delete_cells(nb, doc.shown, cellIds))
+    return await _change(doc, lambda nb: ops.delete_cells(nb, doc.shown, cellIds))
 
 
 @tools.tool(
@@ -248,7 +258,7 @@ async def move_notebook_cell(
 ) -> dict[str, Any]:
     """Move one cell."""
     doc = await open_notebook(ctx, pathInProject)
-    return await doc.change(lambda nb: ops.move_cell(nb, doc.shown, toIndex, cellId, index))
+    return await _change(doc, lambda nb: ops.move_cell(nb, doc.shown, toIndex, cellId, index))
 
 
 @tools.tool(
@@ -266,4 +276,4 @@ async def clear_notebook_outputs(
 ) -> dict[str, Any]:
     """Clear outputs."""
     doc = await open_notebook(ctx, pathInProject)
-    return await doc.change(lambda nb: ops.clear_outputs(nb, doc.shown, cellIds))
+    return await _change(doc, lambda nb: ops.clear_outputs(nb, doc.shown, cellIds))

@@ -8,84 +8,28 @@
 
 References are compared with a token scan (every name token in the project's Python files,
 strings and comments left out, no resolution at all); renames are checked by running the
-project's own test suite in the copy before and after. The sdists are cached under the
-repository's ``.cache/sdists`` (git-ignored), so reruns and CI reuse them; the tests skip only
-when PyPI cannot be reached, and fail instead under CI (``CI`` set).
+project's own test suite in the copy before and after. The sdists come pinned and hash-checked
+from PyPI through ``tests/sdists.py``.
 """
 
 from __future__ import annotations
 
 import ast
-import hashlib
 import importlib.util
-import json
 import os
 import re
 import shutil
 import subprocess
 import sys
-import tarfile
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import parso
 import pytest
+from sdists import fetch_sdist
 
 REPO = Path(__file__).resolve().parents[2]
-CACHE = REPO / ".cache" / "sdists"
-#: name → (version, sha256 of the sdist as PyPI lists it).
-SDISTS = {
-    "click": ("8.1.7", "ca9853ad459e787e2192211578cc907e7594e294c7ccc834310722b41b9ca6de"),
-    "toolz": ("1.0.0", "2c86e3d9a04798ac556793bced838816296a2f085017664e4995cb40a1047a02"),
-}
-SIMPLE_INDEX = "https://pypi.org/simple/{name}/"
-
-
-def _fetch(name: str) -> Path:
-    """The unpacked sdist of ``name`` at its pinned version (downloaded once, then cached)."""
-    version, sha256 = SDISTS[name]
-    unpacked = CACHE / f"{name}-{version}"
-    if (unpacked / ".complete").is_file():
-        return unpacked
-    CACHE.mkdir(parents=True, exist_ok=True)
-    tarball = CACHE / f"{name}-{version}.tar.gz"
-    if not tarball.is_file() or hashlib.sha256(tarball.read_bytes()).hexdigest() != sha256:
-        data = _download(name, f"{name}-{version}.tar.gz")
-        digest = hashlib.sha256(data).hexdigest()
-        assert digest == sha256, f"{tarball.name} from PyPI has sha256 {digest}, not {sha256}"
-        partial = tarball.with_suffix(".part")
-        partial.write_bytes(data)
-        partial.replace(tarball)
-    shutil.rmtree(unpacked, ignore_errors=True)
-    with tarfile.open(tarball) as archive:
-        if sys.version_info >= (3, 12):
-            archive.extractall(CACHE, filter="data")
-        else:
-            archive.extractall(CACHE)  # a pinned, hash-checked archive
-    (unpacked / ".complete").write_text("")
-    return unpacked
-
-
-def _download(name: str, filename: str) -> bytes:
-    """The file ``filename`` of project ``name``, found through PyPI's simple index (JSON)."""
-    try:
-        request = urllib.request.Request(
-            SIMPLE_INDEX.format(name=name),
-            headers={"Accept": "application/vnd.pypi.simple.v1+json"},
-        )
-        with urllib.request.urlopen(request, timeout=30) as response:
-            files = json.loads(response.read())["files"]
-        url = next(f["url"] for f in files if f["filename"] == filename)
-        with urllib.request.urlopen(url, timeout=60) as response:
-            return bytes(response.read())
-    except (urllib.error.URLError, TimeoutError, OSError) as e:
-        message = f"PyPI could not be reached to fetch {filename} ({e})"
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
 
 
 @pytest.fixture(autouse=True)
@@ -97,13 +41,13 @@ def _stop_worker(mcp_app: Any) -> Iterator[None]:
 @pytest.fixture
 def click_project(jp_root_dir: Path) -> Path:
     """click's sdist, unpacked as the server's root."""
-    return _copy_into(_fetch("click"), jp_root_dir)
+    return _copy_into(fetch_sdist("click"), jp_root_dir)
 
 
 @pytest.fixture
 def toolz_project(jp_root_dir: Path) -> Path:
     """toolz's sdist, unpacked as the server's root."""
-    return _copy_into(_fetch("toolz"), jp_root_dir)
+    return _copy_into(fetch_sdist("toolz"), jp_root_dir)
 
 
 def _copy_into(source: Path, root: Path) -> Path:

@@ -244,15 +244,17 @@ async def test_binary_junk_and_lone_surrogates_in_outputs_keep_the_notebook_load
 async def test_an_unchanged_file_is_parsed_once_and_a_changed_one_is_read_again(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from jupyter_mcp.documents import notebook_file
+    from jupyter_mcp.documents import notebook_format
 
     ctx = _context(tmp_path)
     path = tmp_path / "n.ipynb"
     _write(path, "a = 1", "b = 2")
     parses = []
-    parse = notebook_file.read_notebook
+    parse = notebook_format.parse_notebook
     monkeypatch.setattr(
-        notebook_file, "read_notebook", lambda raw, shown: parses.append(shown) or parse(raw, shown)
+        notebook_format,
+        "parse_notebook",
+        lambda raw, shown: parses.append(shown) or parse(raw, shown),
     )
     doc = await open_notebook(ctx, "n.ipynb")
     first = await doc.snapshot()

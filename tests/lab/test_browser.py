@@ -587,6 +587,78 @@ def test_with_collaboration_every_edit_goes_through_the_shared_document(
     wait_for(lambda: prompt.inner_text().strip() == "[3]:", what="the execution count")
 
 
+def stored_ids(path: Path) -> list[str] | None:
+    """The cell ids the notebook file stores; None while the server is rewriting it."""
+    try:
+        return [c.get("id") for c in json.loads(path.read_text(encoding="utf-8"))["cells"]]
+    except (OSError, ValueError, KeyError):  # mid-save, or still v3 (worksheets, no cells)
+        return None
+
+
+def answer_dialogs(page: Any, quiet: float = 1.5, timeout: float = 30.0) -> None:
+    """Answer the dialogs JupyterLab shows on opening an old notebook without a kernelspec
+    ("Notebook converted": OK; "Select Kernel": No Kernel) until none has come for ``quiet``
+    seconds; any other dialog fails the test."""
+    dialog = page.locator(".jp-Dialog")
+    deadline = time.monotonic() + timeout
+    calm_since = time.monotonic()
+    while time.monotonic() - calm_since < quiet:
+        assert time.monotonic() < deadline, "JupyterLab kept showing dialogs"
+        if dialog.count() and dialog.first.is_visible():
+            text = dialog.first.inner_text()
+            if "Select Kernel" in text:
+                dialog.first.get_by_role("button", name="No Kernel").click()
+            elif "Notebook converted" in text:
+                dialog.first.get_by_role("button", name="Ok").click()
+            else:
+                raise AssertionError(f"an unexpected dialog: {text}")
+            calm_since = time.monotonic()
+        time.sleep(0.1)
+
+
+def test_an_old_notebook_has_one_set_of_ids_in_its_file_its_window_and_once_saved(
+    lab: Lab, page: Any
+) -> None:
+    from public_notebooks import NBFORMAT, copy_into, nbformat_notebook
+
+    # nbformat gives the cells of these random ids at each read; JupyterLab loads them through
+    # the contents API
+    for what in ("v3", "v4.5 with two cells sharing an id"):
+        name = f"versions/{NBFORMAT[what]}"
+        path = copy_into(nbformat_notebook(NBFORMAT[what]), lab.root, name)
+        before = path.read_bytes()
+        cells = lab.ok("get_notebook_cells", pathInProject=name, includeOutputs=False)["cells"]
+        in_file = [c["cellId"] for c in cells]
+        open_in_editor(lab, page, name)
+        answer_dialogs(page)  # JupyterLab says it converted a v3 notebook, asks for a kernel
+        # The window shows the ids the tools gave out for the file
+        listed = lab.ok("get_notebook_cells", pathInProject=name, includeOutputs=False)
+        assert [c["cellId"] for c in listed["cells"]] == in_file, what
+        target = next(c for c in listed["cells"] if c["cellType"] == "code")
+        answer = lab.ok(
+            "edit_notebook_cell",
+            pathInProject=name,
+            cellId=target["cellId"],
+            source=target["source"] + "  # edited",
+        )
+        assert "when the JupyterLab window saves" in answer["upgraded"], answer
+        wait_for(
+            lambda: any(s.endswith("# edited") for s in cell_sources(page)),  # noqa: B023
+            what="the edit in the page",
+        )
+        assert path.read_bytes() == before  # in the window, for the user to save
+        # Saved by JupyterLab (the user's Ctrl+S), the file stores those same ids
+        page.locator(".jp-NotebookPanel:visible .jp-Cell .jp-InputPrompt").first.click()
+        page.keyboard.press("Control+s")
+        wait_for(lambda: stored_ids(path) == in_file, what=f"JupyterLab to save {what}")  # noqa: B023
+        # Closed once JupyterLab knows it saved it, so that later windows do not restore it
+        dirty = page.locator(".lm-DockPanel-tabBar .lm-TabBar-tab.jp-mod-current.jp-mod-dirty")
+        wait_for(lambda: dirty.count() == 0, what="the saved notebook to be clean")  # noqa: B023
+        assert lab.ok("execute_action_by_id", actionId="application:close") == "ok"
+        tab = page.locator(".lm-DockPanel-tabBar .lm-TabBar-tab", has_text=path.name)
+        wait_for(lambda: tab.count() == 0, what=f"{path.name} to close")  # noqa: B023
+
+
 # -- subscriptions: the user's typing reaches an agent -----------------------------------------
 
 
@@ -606,6 +678,7 @@ class Subscriber:
         self.failed: BaseException | None = None
         self._stop: asyncio.Event | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._client: Any = None
         self._thread = threading.Thread(target=lambda: asyncio.run(self._run()), daemon=True)
 
     def __enter__(self) -> Subscriber:
@@ -622,6 +695,12 @@ class Subscriber:
 
     def of(self, uri: str) -> list[float]:
         return [at for at, u in list(self.heard) if u == uri]
+
+    def call(self, tool: str, arguments: dict[str, Any]) -> Any:
+        """Call a tool as this agent (on its own session); the result."""
+        assert self._loop is not None and self._client is not None
+        done = asyncio.run_coroutine_threadsafe(self._client.call_tool(tool, arguments), self._loop)
+        return done.result(60)
 
     async def _run(self) -> None:
         import warnings
@@ -644,6 +723,7 @@ class Subscriber:
             async with httpx2.AsyncClient(headers=headers, timeout=timeout) as http:
                 transport = streamable_http_client(f"{self.lab.url}mcp", http_client=http)
                 async with Client(transport, mode=self.mode, message_handler=on_message) as client:
+                    self._client = client
                     if self.mode == "legacy":
                         with warnings.catch_warnings():
                             warnings.simplefilter("ignore", MCPDeprecationWarning)
@@ -714,8 +794,20 @@ def check_typing_reaches_the_subscribers(lab: Lab, page: Any, name: str) -> None
         gaps = [b - a for a, b in zip(told, told[1:], strict=False)]
         assert all(gap >= 0.25 for gap in gaps), gaps
         assert len(told) <= 2 + (told[-1] - told[0]) / 0.5
+        # An edit the legacy agent makes itself (through the window or the shared document)
+        # is told to the listen stream, which has no session, but not back to that agent
+        time.sleep(0.6)
+        mine, theirs = len(legacy.of(cell.format(second))), len(modern.of(cell.format(second)))
+        edited = legacy.call(
+            "edit_notebook_cell", {"pathInProject": name, "cellId": second, "source": "b = 3"}
+        )
+        assert not edited.is_error, edited.content[0].text
+        wait_for(lambda: cell_sources(page) == ["a = 1", "b = 3"], what="the agent's edit")
+        wait_for(lambda: len(modern.of(cell.format(second))) > theirs, what="the listen stream")
+        time.sleep(1.5)
+        assert len(legacy.of(cell.format(second))) == mine
     if "collaboration" not in name:
-        assert path.read_bytes() == before
+        assert path.read_bytes() == before  # nothing was saved: it all went through the window
 
 
 def test_the_users_typing_reaches_a_subscribed_agent_within_a_second(lab: Lab, page: Any) -> None:

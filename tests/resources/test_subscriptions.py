@@ -324,6 +324,28 @@ async def test_variables_are_told_after_an_execution_not_after_a_silent_read(con
             assert '"name": "y"' in names
 
 
+async def test_a_runs_outputs_are_told_to_others_not_to_the_session_that_ran_it(
+    connect, jp_root_dir
+):
+    first, _ = code_notebook(jp_root_dir / "run.ipynb", "print('hello')", "x = 2")
+    uri = f"jupyter-mcp://notebook/run.ipynb/cell/{first}"
+    async with session(connect, uri) as (runner, runner_heard):
+        async with session(connect, uri) as (_, other_heard):
+            # When one session runs the cell (its outputs and count are written to the file)
+            ran = await runner.call_tool(
+                "execute_notebook_cells", {"pathInProject": "run.ipynb", "cellIds": [first]}
+            )
+            assert not ran.is_error, ran.content[0].text
+            # Then the other session hears of the cell, and reads its output
+            await other_heard.until(lambda: other_heard.of(uri))
+            await on_disk(jp_root_dir / "run.ipynb", lambda nb: nb.cells[0].outputs)
+            read = (await runner.read_resource(uri)).contents[0].text
+            assert "hello" in read
+            # And the session that ran it, which has the outputs in its answer, does not
+            await asyncio.sleep(QUIET)
+            assert runner_heard.of(uri) == []
+
+
 # --- the list ---------------------------------------------------------------------------------
 
 

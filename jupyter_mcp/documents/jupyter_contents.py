@@ -1,0 +1,106 @@
+"""Jupyter's contents manager hands out the cell ids the tools give out.
+
+JupyterLab (through the contents API) and jupyter-collaboration (loading a shared document)
+read notebooks through the server's contents manager, which reads them with nbformat: each cell
+nbformat finds without an id, or sharing one, gets a random id there, another one at each read.
+A JupyterLab window or a shared document of a v3 notebook, of a v4.5 one whose cells lack ids
+or share them, would then show other ids than the tools give out for the same file, and other
+ones again after a reload or a server restart. With :func:`serve_stable_ids` the manager's
+``get`` hands out the ids of :mod:`~jupyter_mcp.documents.notebook_format` instead (the ids a
+cell's file stores, derived ones where it stores none): the tools, every window and the shared
+document agree on them, and whoever saves first stores them.
+
+Such a notebook is handed out as nbformat 4.5 when its file is older (as JupyterLab makes a
+notebook it loads, and as the first write stores it): an older minor version has no room for
+ids. Only a notebook whose cells are those the tools read from its file (same count, same
+sources) gets them; anything else (a contents manager that makes notebooks from other files, a file
+changed between the two reads) is handed out as the manager made it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+from ..core.context import ToolContext
+from ..core.errors import ToolError
+from .facts import is_notebook, stamp_of_stat
+from .notebook_format import parsed_file, source_text, upgraded_for_write
+
+
+def serve_stable_ids(contents_manager: Any, ctx: ToolContext) -> Callable[[], None] | None:
+    """Wrap ``contents_manager.get`` (sync or async, as the manager has it) so that notebooks
+    come with the tools' cell ids; returns the function that puts the original back, or None
+    when the manager already hands them out."""
+    original = contents_manager.get
+    if getattr(original, "serves_stable_ids", False):
+        return None
+
+    if inspect.iscoroutinefunction(original):
+
+        @functools.wraps(original)
+        async def get(*args: Any, **kwargs: Any) -> Any:
+            model = await original(*args, **kwargs)
+            if _wanted(model):
+                await asyncio.to_thread(with_stable_ids, ctx, model)
+            return model
+
+    else:
+
+        @functools.wraps(original)
+        def get(*args: Any, **kwargs: Any) -> Any:
+            model = original(*args, **kwargs)
+            if _wanted(model):
+                with_stable_ids(ctx, model)
+            return model
+
+    get.serves_stable_ids = True  # type: ignore[attr-defined]
+    contents_manager.get = get
+
+    def restore() -> None:
+        if contents_manager.__dict__.get("get") is get:
+            del contents_manager.get
+
+    return restore
+
+
+def _wanted(model: Any) -> bool:
+    return (
+        isinstance(model, dict)
+        and model.get("type") == "notebook"
+        and isinstance(model.get("content"), dict)
+        and isinstance(model["content"].get("cells"), list)
+    )
+
+
+def with_stable_ids(ctx: ToolContext, model: dict[str, Any]) -> None:
+    """Give the cells of a contents model of a notebook file the tools' ids, in place (see the
+    module docstring); a model whose cells are not those of its file is left as it is."""
+    try:
+        path = ctx.resolve(str(model.get("path") or ""))
+        if not is_notebook(path):
+            return
+        st = path.stat()
+        if st.st_size > ctx.settings.max_file_bytes:
+            return  # the tools refuse it: no ids to agree on
+        parsed = parsed_file(
+            path, stamp_of_stat(st), lambda: path.read_text(encoding="utf-8"), str(model["path"])
+        )
+    except (ToolError, OSError, UnicodeDecodeError, ValueError):
+        return  # the tools cannot read it either
+    cells = model["content"]["cells"]
+    ours = parsed.nb.cells
+    if len(cells) != len(ours) or any(
+        not isinstance(cell, dict) or source_text(cell) != source_text(mine)
+        for cell, mine in zip(cells, ours, strict=True)
+    ):
+        return
+    for cell, mine in zip(cells, ours, strict=True):
+        cell["id"] = mine["id"]
+    # Cells with ids are nbformat 4.5 (an older minor version has no room for them: a copy
+    # saved from this model would not be valid), as JupyterLab makes a notebook it loads and
+    # as the first write stores it.
+    upgraded_for_write(model["content"])
