@@ -100,6 +100,17 @@ async def test_a_client_with_the_extension_sees_the_views_and_their_links(connec
         assert "script-src 'sha256-" in policy and "unsafe-eval" not in policy
 
 
+@pytest.mark.parametrize("views", [True, False])
+async def test_the_pages_are_read_not_listed(connect, views):
+    """Hosts find the pages through the tools' links; the resource list is the same for every
+    client (the Apps extension lets a server leave its ui:// pages out of it)."""
+    async with connect("legacy", views=views) as client:
+        listed = await client.list_resources()
+        page = await client.read_resource("ui://jupyter-mcp/diff")
+    assert not [r for r in listed.resources if str(r.uri).startswith("ui://")]
+    assert page.contents[0].mime_type == APP_MIME_TYPE
+
+
 async def test_an_unknown_view_is_not_found(connect):
     from mcp import MCPError
 
