@@ -52,6 +52,8 @@ def both(first: Callable[[Path], None], then: Callable[[Path], None]) -> Callabl
         first(path)
         then(path)
 
+    # Which hooks it calls, in order (the services' tests check the editor link is one of them).
+    hook.hooks = (first, then)  # type: ignore[attr-defined]
     return hook
 
 

@@ -85,9 +85,10 @@ async def test_a_server_has_one_editor_link_for_windows_tools_and_file_hooks(
     services = mcp_app.tool_context.services
     editor = services.editor
     assert isinstance(editor, EditorBridge)
-    # The file tools' write hooks and the approver of calls are the editor link's
-    assert services.before_file_write == editor.before_file_write
-    assert services.on_file_written == editor.on_file_written
+    # The file tools' write hooks call the editor link's first (it may refuse a write), then
+    # the write log's (who wrote what, for resource subscriptions); the approver is the link's
+    assert services.before_file_write.hooks == (editor.before_file_write, services.writes.writing)
+    assert services.on_file_written.hooks == (editor.on_file_written, services.writes.written)
     assert services.approver == editor.approve
     # And a window that opens the lab socket is a window of that same link
     ws = await jp_ws_fetch("mcp", "bridge", params={"window": "w1"})

@@ -19,7 +19,7 @@ import pytest
 
 from jupyter_mcp.core.context import ToolContext, progress_reporter
 from jupyter_mcp.core.errors import ToolError
-from jupyter_mcp.core.registry import WithImages
+from jupyter_mcp.core.registry import WithImages, WithViewData
 from jupyter_mcp.documents.notebook_file import FileNotebooks
 from jupyter_mcp.kernels import introspection, runner
 from jupyter_mcp.kernels.managers import connected_client
@@ -122,8 +122,10 @@ def doc(ctx: ToolContext, path: Path) -> MemoryNotebook:
 
 async def run(ctx: ToolContext, name: str, **arguments: Any) -> dict[str, Any]:
     answer = await execute_notebook_cells(ctx, name, **arguments)
-    assert isinstance(answer, WithImages)
-    return dict(answer.value)
+    # A run offers its outputs' MIME bundles to the cell-outputs view around its pictures.
+    assert isinstance(answer, WithViewData)
+    assert isinstance(answer.value, WithImages)
+    return dict(answer.value.value)
 
 
 async def test_cells_run_in_order_as_a_user_run_and_stop_at_the_first_error(
