@@ -39,7 +39,14 @@ from mcp.shared.subscriptions import SUBSCRIPTION_ID_META_KEY
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from ..auth.scopes import Access
-from ..core.context import Actor, Services, ToolContext, current_actor, progress_reporter
+from ..core.context import (
+    Actor,
+    Services,
+    ToolContext,
+    current_actor,
+    current_principal,
+    progress_reporter,
+)
 from ..core.errors import ToolError
 from ..core.registry import CallResult, Registry, Tool
 from ..core.toolsets import TOOLSETS_HEADER, request_toolsets
@@ -581,7 +588,7 @@ class MCPSurface:
         call made by the same one is stopped, as the SDK only serves a session to its opener.
         """
         found = self._calls.get((session_id, str(request_id)))
-        if found is not None and _principal_id(found[1]) == _principal_id(owner):
+        if found is not None and user_principal(found[1]) == user_principal(owner):
             found[0].cancel()
 
     def answers_as_json(self, message: Any, session_id: str) -> bool:
@@ -903,6 +910,8 @@ class MCPSurface:
         # are not told of it (a task's call runs as long as the task does).
         actor = Actor(origin.session) if origin.session is not None else None
         token = current_actor.set(actor)
+        # What the call starts to be found later by id (a run) is its principal's alone.
+        principal = current_principal.set(origin.principal)
         try:
             result = await self.registry.call(
                 name,
@@ -919,6 +928,7 @@ class MCPSurface:
             if actor is not None:
                 actor.running = False  # what its background work changes later is told
             current_actor.reset(token)
+            current_principal.reset(principal)
         links = self._links(name, origin.toolsets, origin.read_only, arguments, result)
         answer = call_tool_result(result, origin.protocol_version, links)
         if origin.views:
@@ -950,7 +960,7 @@ class MCPSurface:
         toolsets, read_only = _narrowing(rctx)
         return CallOrigin(
             protocol_version=rctx.protocol_version,
-            principal=_principal_id(user),
+            principal=user_principal(user),
             toolsets=toolsets,
             read_only=read_only,
             # Who pages through result windows: one session of one user (none without one).
@@ -1145,7 +1155,7 @@ def _narrowing(rctx: Any) -> tuple[frozenset[str] | None, bool]:
     return toolsets, access.read_only
 
 
-def _principal_id(user: Any) -> str | None:
+def user_principal(user: Any) -> str | None:
     """The client id of an SDK user (None for no user: a server without auth)."""
     token = getattr(user, "access_token", None)
     return getattr(token, "client_id", None)
