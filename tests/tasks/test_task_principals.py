@@ -19,7 +19,14 @@ from jupyter_server.auth.identity import IdentityProvider, User
 from mcp import Client, MCPError
 from mcp.client.streamable_http import streamable_http_client
 from server_configs import server_config
-from task_clients import TasksExtension, cancel_task, get_task, legacy_session, modern_client
+from task_clients import (
+    TasksExtension,
+    cancel_task,
+    get_task,
+    legacy_session,
+    listen_stream,
+    modern_client,
+)
 
 TOKENS = {"alice-token": "alice", "bob-token": "bob"}
 
@@ -161,3 +168,26 @@ async def test_a_run_is_found_by_its_id_only_by_its_principal(mcp_url, jp_root_d
     # Alice's runs went on to their end, untouched.
     assert [m["executionId"] for m in mine] == [background, tasked]
     assert [m["status"] for m in mine] == ["ok", "ok"]
+
+
+async def test_a_listen_stream_is_told_only_of_its_principals_tasks(mcp_url):
+    async with modern_client(mcp_url, "alice-token", tasks=TasksExtension()) as alice:
+        started = await alice.session.call_tool("wait", {"milliseconds": 2500}, allow_claimed=True)
+        task_id = started.task_id
+        async with (
+            listen_stream(mcp_url, "bob-token", {"taskIds": [task_id]}) as bobs,
+            listen_stream(mcp_url, "alice-token", {"taskIds": [task_id]}) as alices,
+        ):
+            await alices.until(
+                lambda s: any(t["status"] == "completed" for t in s.of("notifications/tasks")),
+                timeout=120,
+                what="Alice told of her task's end",
+            )
+            await asyncio.sleep(0.5)
+
+    [bobs_ack] = bobs.of("notifications/subscriptions/acknowledged")
+    [alices_ack] = alices.of("notifications/subscriptions/acknowledged")
+    # Bob's stream honors nothing and is told nothing: as for a task that never existed.
+    assert bobs_ack["notifications"]["taskIds"] == []
+    assert bobs.of("notifications/tasks") == []
+    assert alices_ack["notifications"]["taskIds"] == [task_id]
