@@ -105,12 +105,15 @@ run: $(STAMPS)/develop
 
 # Browser tests need Debian's Chromium at $(CHROMIUM); without it they skip.
 CHROMIUM ?= /usr/bin/chromium
+# Wait for another apt (unattended upgrades, a second checkout's make test) to let go of
+# dpkg's lock instead of failing at once.
+APT_WAIT := -o DPkg::Lock::Timeout=600
 chromium:
 	@if [ -x $(CHROMIUM) ]; then :; \
 	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 		echo "==> installing Debian's chromium (apt-get)"; \
-		DEBIAN_FRONTEND=noninteractive $(QUIET) apt-get update -q && \
-		DEBIAN_FRONTEND=noninteractive $(QUIET) apt-get install -y -q chromium; \
+		DEBIAN_FRONTEND=noninteractive $(QUIET) apt-get $(APT_WAIT) update -q && \
+		DEBIAN_FRONTEND=noninteractive $(QUIET) apt-get $(APT_WAIT) install -y -q chromium; \
 	else \
 		echo "note: $(CHROMIUM) is missing and cannot be installed here (needs root and"; \
 		echo "      apt-get): the browser tests will be skipped."; \

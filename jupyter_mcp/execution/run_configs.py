@@ -580,8 +580,11 @@ class RunManager:
         api_path = config.cwd.relative_to(self.root_dir).as_posix()
         try:
             kwargs: dict[str, Any] = {"path": "" if api_path == "." else api_path}
+            shown = (
+                config.notebook.relative_to(self.root_dir).as_posix() if config.notebook else None
+            )
             kernel_name = await asyncio.to_thread(
-                kernel_name_for, config.notebook, specs, manager.default_kernel_name
+                kernel_name_for, config.notebook, specs, manager.default_kernel_name, shown=shown
             )
             if kernel_name:
                 kwargs["kernel_name"] = kernel_name

@@ -16,6 +16,9 @@ from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from ..core.errors import ToolError
+from ..documents.files import settled_bytes
+
 #: How often, while a kernel is silent, :func:`execute` checks that it is still alive (seconds).
 ALIVE_POLL = 0.5
 #: How long the shell reply may lag behind the kernel going idle (seconds).
@@ -103,23 +106,88 @@ async def execute(
             return reply
 
 
+def _asked_for(notebook: Path) -> tuple[str, str, str] | None:
+    """The kernel a notebook's metadata asks for: (kernelspec name, display name, language),
+    each "" when missing; None when the notebook cannot be read."""
+    try:
+        meta = json.loads(settled_bytes(notebook)).get("metadata", {})  # not mid-save
+        spec = meta.get("kernelspec") or {}
+        info = meta.get("language_info") or {}
+        return (
+            str(spec.get("name") or ""),
+            str(spec.get("display_name") or ""),
+            str(spec.get("language") or info.get("name") or "").lower(),
+        )
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
+def _language(entry: Any) -> str:
+    spec = entry.get("spec") if isinstance(entry, Mapping) else None
+    return str(spec.get("language") or "").lower() if isinstance(spec, Mapping) else ""
+
+
+def _display(specs: Mapping[str, Any], name: str) -> str:
+    entry = specs.get(name)
+    spec = entry.get("spec") if isinstance(entry, Mapping) else None
+    shown = spec.get("display_name") if isinstance(spec, Mapping) else None
+    return f"{name} ({shown})" if shown and shown != name else name
+
+
 def kernel_name_for(
-    notebook: Path | None, specs: Mapping[str, Any], default: str | None
+    notebook: Path | None,
+    specs: Mapping[str, Any],
+    default: str | None,
+    *,
+    shown: str | None = None,
 ) -> str | None:
     """The kernel to start: the one a notebook asks for, else a Python kernel for programs.
 
     ``specs`` are the server's kernelspecs by name and ``default`` its default kernel's name.
-    None means the server's default kernel.
+    None means the server's default kernel. A notebook is matched as JupyterLab matches it: by
+    its kernelspec's name, else by its language (the server's default kernel when it speaks
+    it, else the one kernel that does). A notebook that asks for a kernel the server lacks is
+    a ToolError naming it (``shown`` names the notebook): running R or bash code in Python
+    would write Python's errors into the user's notebook.
     """
     if notebook is not None:
-        try:
-            meta = json.loads(notebook.read_text(encoding="utf-8")).get("metadata", {})
-            name = meta.get("kernelspec", {}).get("name")
-        except (OSError, ValueError, AttributeError):
+        asked = _asked_for(notebook)
+        if asked is None:  # unreadable: the tool that reads it says why
             return None
-        return name if name in specs else None
+        name, display, language = asked
+        if name in specs:
+            return name
+        if not name and not language:
+            return None  # a notebook that names no kernel: the server's default
+        same = sorted(n for n, entry in specs.items() if language and _language(entry) == language)
+        if default in same:
+            return None
+        if len(same) == 1:
+            return same[0]
+        raise ToolError(_missing_kernel(shown or notebook.name, asked, specs, same))
     # Programs and tasks are started by Python code in the kernel: make sure it is Python.
-    python = [n for n, s in specs.items() if s.get("spec", {}).get("language") == "python"]
+    python = [n for n, s in specs.items() if _language(s) == "python"]
     if default in python or not python:
         return None
     return "python3" if "python3" in python else sorted(python)[0]
+
+
+def _missing_kernel(
+    shown: str, asked: tuple[str, str, str], specs: Mapping[str, Any], same: list[str]
+) -> str:
+    name, display, language = asked
+    if name:
+        wanted = repr(name) + (f" ({display})" if display and display != name else "")
+        what = f"{shown} asks for the kernel {wanted}, which this server does not have"
+    else:
+        what = f"{shown} names no kernel and is written in {language}"
+    if same:
+        what += f"; more than one of its kernels runs {language}"
+    elif language:
+        what += f" (no kernel of the server runs {language})"
+    has = ", ".join(_display(specs, n) for n in sorted(specs)) or "none"
+    return (
+        f"{what}. The server's kernels: {has}. Nothing was run. Choose one for this notebook "
+        "with kernel_action action=change kernelName=<name> (it names the kernel in the "
+        "notebook's metadata), or install the notebook's kernel on the server."
+    )

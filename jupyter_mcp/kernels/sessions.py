@@ -75,7 +75,8 @@ async def notebook_kernel(
     """The notebook's kernel, started with a session when it has none.
 
     A new kernel is the one the notebook's metadata asks for (``kernel_name`` overrides it),
-    else the server's default; an unknown kernel name is a clear error.
+    else the server's default; an unknown kernel name, or a notebook asking for a kernel the
+    server lacks, is a clear error (see :func:`~jupyter_mcp.kernels.execute.kernel_name_for`).
     """
     serverapp = _server(ctx)
     wanted = api_path(ctx, path)
@@ -90,7 +91,10 @@ async def notebook_kernel(
                 f"No kernel named {kernel_name!r}; the server has: {', '.join(sorted(specs))}"
             )
         default = managers.kernel_manager(serverapp).default_kernel_name
-        name = kernel_name or await asyncio.to_thread(kernel_name_for, path, specs, default)
+        # The notebook's own kernel, or a clear error before anything starts or is written.
+        name = kernel_name or await asyncio.to_thread(
+            kernel_name_for, path, specs, default, shown=wanted
+        )
         try:
             model = await serverapp.session_manager.create_session(
                 path=wanted, name=Path(wanted).name, type="notebook", kernel_name=name

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from jupyter_mcp.core.errors import ToolError
 from jupyter_mcp.kernels.execute import KernelDied, execute, kernel_name_for
 from jupyter_mcp.kernels.managers import connected_client
 
@@ -69,8 +70,19 @@ def test_kernel_name_for_follows_the_notebook_or_picks_python(
     asks_unknown.write_text(json.dumps({"metadata": {"kernelspec": {"name": "no-such-kernel"}}}))
     broken = tmp_path / "c.ipynb"
     broken.write_text("{not json")
+    names_none = tmp_path / "d.ipynb"
+    names_none.write_text(json.dumps({"metadata": {}}))
+    other_python = tmp_path / "e.ipynb"
+    other_python.write_text(
+        json.dumps({"metadata": {"kernelspec": {"name": "conda-py", "language": "python"}}})
+    )
     default = manager.default_kernel_name
     assert kernel_name_for(asks_python, specs, default) == "python3"
-    # A kernel the server does not have, or an unreadable notebook: the server's default.
-    assert kernel_name_for(asks_unknown, specs, default) is None
+    # No kernel named, or an unreadable notebook (its tool says why): the server's default;
+    # another machine's Python kernelspec: the server's Python kernel, as JupyterLab matches.
+    assert kernel_name_for(names_none, specs, default) is None
     assert kernel_name_for(broken, specs, default) is None
+    assert kernel_name_for(other_python, specs, default) is None
+    # A kernel the server does not have is an error naming it, never the default.
+    with pytest.raises(ToolError, match=r"b\.ipynb asks for the kernel 'no-such-kernel'"):
+        kernel_name_for(asks_unknown, specs, default)

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import nbformat
 from code_notebook import write_code_notebook
 from notebook_files import PNG, answer_of, on_disk
 
@@ -206,3 +207,99 @@ async def test_list_names_every_kernel_or_only_a_notebooks(
         assert [(k["kernelId"], k["notebooks"]) for k in only_a] == [(a["kernelId"], ["a.ipynb"])]
     # A notebook named on list is checked like on any other action.
     assert "outside" in (await fails("kernel_action", action="list", pathInProject="../x.ipynb"))
+
+
+def _r_notebook(root: Path, name: str) -> Path:
+    """A notebook of IRkernel's, as R users' notebooks are saved (this server has no R)."""
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "ir", "display_name": "R", "language": "R"}
+    nb.metadata["language_info"] = {"name": "R", "version": "4.2.2"}
+    nb.cells = [nbformat.v4.new_code_cell("x <- c(1, 2, 3)\nmean(x)", id="r0")]
+    path = root / name
+    path.write_text(nbformat.writes(nb))
+    return path
+
+
+async def test_a_notebook_of_a_kernel_the_server_lacks_never_runs_in_python(
+    connect: Any, jp_root_dir: Path, jp_serverapp: Any
+) -> None:
+    path = _r_notebook(jp_root_dir, "stats.ipynb")
+    before = path.read_bytes()
+    sessions = jp_serverapp.session_manager
+    async with connect() as client:
+        # Every tool that would start a kernel for the R notebook refuses, naming its kernel
+        # and the server's, and how to choose another
+        asks: list[tuple[str, dict[str, Any]]] = [
+            ("execute_notebook_cells", {}),
+            ("execute_code_in_kernel", {"code": "1"}),
+            ("get_kernel_variables", {}),
+            ("get_kernel_completions", {"cellId": "r0", "line": 0, "character": 1}),
+            ("kernel_action", {"action": "start"}),
+            ("debug_session", {"action": "start"}),
+        ]
+        for tool, arguments in asks:
+            result = await client.call_tool(tool, {"pathInProject": "stats.ipynb", **arguments})
+            assert result.is_error, (tool, result.content[0].text)
+            message = result.content[0].text
+            assert "stats.ipynb asks for the kernel 'ir' (R)" in message, (tool, message)
+            assert "which this server does not have" in message
+            assert "python3 (" in message and "kernel_action action=change" in message
+        # Then nothing ran and nothing was written: no session, no kernel, the file as it was
+        assert await sessions.list_sessions() == []
+        assert list(jp_serverapp.kernel_manager.list_kernel_ids()) == []
+        assert path.read_bytes() == before
+        # When the agent chooses Python for it, the notebook names that kernel and runs
+        changed = await answer_of(
+            client,
+            "kernel_action",
+            action="change",
+            pathInProject="stats.ipynb",
+            kernelName="python3",
+        )
+        assert changed["name"] == "python3"
+        await answer_of(
+            client,
+            "edit_notebook_cell",
+            pathInProject="stats.ipynb",
+            cellId="r0",
+            source="sum([1, 2, 3]) / 3",
+        )
+        ran = await answer_of(client, "execute_notebook_cells", pathInProject="stats.ipynb")
+        assert ran["status"] == "ok", ran
+        assert ran["cells"][0]["outputs"][0]["text"] == "2.0"
+    saved = await on_disk(path, lambda nb: nb.cells[0].execution_count == 1)
+    assert saved.metadata.kernelspec.name == "python3"
+
+
+async def test_a_notebook_is_matched_to_a_kernel_as_jupyterlab_matches_it(
+    connect: Any, fails: Any, jp_root_dir: Path, jp_serverapp: Any
+) -> None:
+    # A Python notebook saved with another machine's kernelspec (a conda environment's): the
+    # server's Python kernel runs it, as JupyterLab picks a kernel of the notebook's language
+    elsewhere = write_code_notebook(jp_root_dir, "conda.ipynb", "6 * 7")
+    nb = nbformat.read(elsewhere, as_version=4)
+    nb.metadata["kernelspec"] = {
+        "name": "conda-env-analysis-py",
+        "display_name": "Python [conda env:analysis]",
+        "language": "python",
+    }
+    nbformat.write(nb, elsewhere)
+    # One that names no kernel at all: the server's default
+    plain = nbformat.v4.new_notebook()
+    plain.cells = [nbformat.v4.new_code_cell("1 + 1")]
+    (jp_root_dir / "plain.ipynb").write_text(nbformat.writes(plain))
+    # One that names no kernel but says it is written in Julia: refused, naming the language
+    julia = nbformat.v4.new_notebook()
+    julia.metadata["language_info"] = {"name": "julia"}
+    julia.cells = [nbformat.v4.new_code_cell("println(1)")]
+    (jp_root_dir / "julia.ipynb").write_text(nbformat.writes(julia))
+    async with connect() as client:
+        ran = await answer_of(client, "execute_notebook_cells", pathInProject="conda.ipynb")
+        assert ran["cells"][0]["outputs"][0]["text"] == "42"
+        ran = await answer_of(client, "execute_notebook_cells", pathInProject="plain.ipynb")
+        assert ran["cells"][0]["outputs"][0]["text"] == "2"
+        names = {k["name"] for k in await answer_of(client, "kernel_action", action="list")}
+        assert names == {jp_serverapp.kernel_manager.default_kernel_name}
+    message = await fails("execute_notebook_cells", pathInProject="julia.ipynb")
+    assert "julia.ipynb names no kernel and is written in julia" in message
+    assert "(no kernel of the server runs julia)" in message
