@@ -205,7 +205,10 @@ class StreamableHTTPHandler(MCPBaseHandler):
         if oauth is None:
             return inner
         if self._identity is None or self._identity.inner is not inner:
-            self._identity = OAuthIdentity(inner, oauth, self._site)
+            # Given the handler per call rather than holding this one's bound method: that made
+            # a cycle (handler -> identity -> handler) that kept every request's handler, its
+            # request and connection until a garbage collection.
+            self._identity = OAuthIdentity(inner, oauth, functools.partial(site_of, oauth=oauth))
         return self._identity
 
     @property
