@@ -11,6 +11,7 @@ which it resolves by polling ``tasks/get`` (what a client of that era would do).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -278,3 +279,83 @@ async def modern_client(
         # machine does not fall back to the legacy handshake.
         async with Client(transport, mode=MODERN, extensions=extensions) as client:
             yield client
+
+
+# --- 2026-07-28: a subscriptions/listen stream, raw (the SDK's listen() sends no taskIds) ----
+
+
+class ListenStream:
+    """One ``subscriptions/listen`` request whose SSE answer is collected into
+    :attr:`messages` as it comes (the acknowledgement, the notifications, an error)."""
+
+    def __init__(self) -> None:
+        self.messages: list[dict[str, Any]] = []
+        self.status_code: int | None = None
+
+    def of(self, method: str) -> list[dict[str, Any]]:
+        """The params of the messages of ``method`` so far."""
+        return [m["params"] for m in self.messages if m.get("method") == method]
+
+    async def until(self, check: Any, timeout: float = 60, what: str = "a message") -> Any:
+        """Wait until ``check(self)`` answers something true."""
+        deadline = asyncio.get_running_loop().time() + timeout
+        while not (value := check(self)):
+            assert asyncio.get_running_loop().time() < deadline, f"never came: {what}"
+            await asyncio.sleep(0.05)
+        return value
+
+
+@asynccontextmanager
+async def listen_stream(
+    url: str, token: str, notifications: dict[str, Any], *, declare: bool = True
+) -> AsyncIterator[ListenStream]:
+    """``async with listen_stream(url, token, {"taskIds": [...]}) as stream``: an open
+    ``subscriptions/listen`` (of a client declaring the tasks extension unless not ``declare``);
+    leaving the block closes it."""
+    capabilities: dict[str, Any] = {"extensions": {EXTENSION: {}}} if declare else {}
+    body = {
+        "jsonrpc": "2.0",
+        "id": "listen-1",
+        "method": "subscriptions/listen",
+        "params": {
+            "notifications": notifications,
+            "_meta": {
+                "io.modelcontextprotocol/protocolVersion": MODERN,
+                "io.modelcontextprotocol/clientInfo": {"name": "task-test", "version": "0"},
+                "io.modelcontextprotocol/clientCapabilities": capabilities,
+            },
+        },
+    }
+    headers = {
+        "Authorization": f"token {token}",
+        "Content-Type": "application/json",
+        "Accept": "application/json, text/event-stream",
+        "MCP-Protocol-Version": MODERN,
+        "Mcp-Method": "subscriptions/listen",
+    }
+    stream = ListenStream()
+    opened = asyncio.Event()
+
+    async def read() -> None:
+        async with httpx2.AsyncClient(timeout=httpx2.Timeout(60, read=None)) as http:
+            async with http.stream("POST", url, content=json.dumps(body), headers=headers) as r:
+                stream.status_code = r.status_code
+                opened.set()
+                if not r.headers.get("content-type", "").startswith("text/event-stream"):
+                    stream.messages.append(json.loads(await r.aread()))
+                    return
+                buffer = ""
+                async for chunk in r.aiter_text():
+                    buffer += chunk.replace("\r\n", "\n")
+                    while "\n\n" in buffer:
+                        event, buffer = buffer.split("\n\n", 1)
+                        stream.messages.extend(sse_payloads(event + "\n\n"))
+
+    reader = asyncio.get_running_loop().create_task(read())
+    try:
+        await asyncio.wait_for(opened.wait(), 60)
+        yield stream
+    finally:
+        reader.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await reader

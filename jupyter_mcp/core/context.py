@@ -96,6 +96,15 @@ class TaskLink(Protocol):
         ...
 
 
+#: Who a tool call runs for, as the surface that took it tells it (an MCP request's principal:
+#: a token, a user, an OAuth grant; None on a server without auth, or outside any surface).
+#: What a call starts that is later found by an id alone (a notebook run's executionId, which
+#: is also its MCP task's id) is found again only by the same principal.
+current_principal: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "jupyter_mcp_principal", default=None
+)
+
+
 #: Set by the tasks layer around a call that runs as an MCP task; None for a plain call.
 running_task: contextvars.ContextVar[TaskLink | None]
 running_task = contextvars.ContextVar("jupyter_mcp_running_task", default=None)

@@ -12,10 +12,13 @@ import contextlib
 import os
 import stat
 import tempfile
+import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from jupyter_server.services.contents.fileio import path_to_intermediate
 
 from ..core.context import ToolContext
 from ..core.errors import ToolError
@@ -66,16 +69,45 @@ def _check_file(ctx: ToolContext, path: Path, shown: str) -> None:
         )
 
 
+#: How long after a Jupyter save began a read still waits for it to end (see settled_bytes).
+SAVE_WAIT = 2.0
+
+
+def settled_bytes(path: Path) -> bytes:
+    """The file's bytes, never caught in the middle of a save by Jupyter.
+
+    Jupyter's contents manager (JupyterLab's saves, jupyter-collaboration's) rewrites a file in
+    place, keeping the previous version beside it (``.~name``) until the new one is written:
+    read meanwhile, the file is empty or cut short. So a read waits while that backup is
+    there, and reads again when the file changed under it. A backup older than SAVE_WAIT is
+    one a stopped server left behind, not a save going on, and is not waited for.
+    """
+    backup = Path(path_to_intermediate(str(path)))
+    deadline = time.monotonic() + SAVE_WAIT
+    while True:
+        before = path.stat()
+        data = path.read_bytes()
+        after = path.stat()
+        same = (before.st_mtime_ns, before.st_size) == (after.st_mtime_ns, after.st_size)
+        try:
+            saving = time.time() - backup.stat().st_ctime < SAVE_WAIT
+        except OSError:
+            saving = False
+        if (same and not saving) or time.monotonic() > deadline:
+            return data
+        time.sleep(0.02)
+
+
 def read_file_bytes(ctx: ToolContext, path: Path, shown: str) -> bytes:
     """The file's bytes, binary or not, within the size limit the text tools have."""
     _check_file(ctx, path, shown)
-    return path.read_bytes()
+    return settled_bytes(path)
 
 
 def read_raw_text(ctx: ToolContext, path: Path, shown: str) -> str:
     """The file's text exactly as stored (line endings kept); refuses binary files."""
     _check_file(ctx, path, shown)
-    data = path.read_bytes()
+    data = settled_bytes(path)
     if looks_binary(data):
         raise ToolError(f"{shown} is a binary file; only text files can be read as text")
     try:

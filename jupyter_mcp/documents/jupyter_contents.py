@@ -28,6 +28,7 @@ from typing import Any
 from ..core.context import ToolContext
 from ..core.errors import ToolError
 from .facts import is_notebook, stamp_of_stat
+from .files import settled_bytes
 from .notebook_format import parsed_file, source_text, upgraded_for_write
 
 
@@ -87,7 +88,7 @@ def with_stable_ids(ctx: ToolContext, model: dict[str, Any]) -> None:
         if st.st_size > ctx.settings.max_file_bytes:
             return  # the tools refuse it: no ids to agree on
         parsed = parsed_file(
-            path, stamp_of_stat(st), lambda: path.read_text(encoding="utf-8"), str(model["path"])
+            path, stamp_of_stat(st), lambda: settled_bytes(path).decode("utf-8"), str(model["path"])
         )
     except (ToolError, OSError, UnicodeDecodeError, ValueError):
         return  # the tools cannot read it either

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import ToolError
+from ..documents.files import settled_bytes
 
 #: How often, while a kernel is silent, :func:`execute` checks that it is still alive (seconds).
 ALIVE_POLL = 0.5
@@ -109,7 +110,7 @@ def _asked_for(notebook: Path) -> tuple[str, str, str] | None:
     """The kernel a notebook's metadata asks for: (kernelspec name, display name, language),
     each "" when missing; None when the notebook cannot be read."""
     try:
-        meta = json.loads(notebook.read_text(encoding="utf-8")).get("metadata", {})
+        meta = json.loads(settled_bytes(notebook)).get("metadata", {})  # not mid-save
         spec = meta.get("kernelspec") or {}
         info = meta.get("language_info") or {}
         return (

@@ -28,7 +28,7 @@ from typing import Any
 
 import nbformat
 
-from ..core.context import running_task
+from ..core.context import current_principal, running_task
 from ..core.errors import ToolError
 from ..core.registry import Image
 from ..documents.notebook_document import NotebookDocument
@@ -187,6 +187,8 @@ class Execution:
     clients: KernelClients
     log: logging.Logger
     timeout: float
+    #: Who started it (see ``current_principal``): only they find it by its id.
+    principal: str | None = None
     runs: list[CellRun] = field(default_factory=list)
     #: "running", then "ok", "error", "timeout" or "interrupted".
     status: str = "running"
@@ -586,6 +588,7 @@ class Executions:
             clients=self.clients,
             log=self.log,
             timeout=timeout_ms / 1000,
+            principal=current_principal.get(),
             reporter=reporter,
         )
         self._executions[execution.id] = execution
@@ -607,9 +610,10 @@ class Executions:
             del self._executions[execution_id]
 
     def get(self, execution_id: str) -> Execution:
-        """The execution ``execution_id`` (running, or finished recently)."""
+        """The execution ``execution_id`` (running, or finished recently) of the principal the
+        call runs for: another's answers as one that never existed, as its MCP task does."""
         execution = self._executions.get(execution_id)
-        if execution is None:
+        if execution is None or execution.principal != current_principal.get():
             raise ToolError(
                 f"No execution {execution_id!r}: it never existed or finished long ago "
                 f"(the last {KEEP_FINISHED} finished ones are kept)"

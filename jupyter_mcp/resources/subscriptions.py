@@ -44,7 +44,8 @@ MAX_SESSIONS = 10_000
 
 #: The lists whose changes a subscriber may hear of.
 ListKind = Literal["tools", "prompts", "resources"]
-#: What a subscriber is told: ``("updated", uri)`` or ``("list", kind)``.
+#: What a subscriber is told: ``("updated", uri)``, ``("list", kind)`` or, on a listen stream
+#: that asked for task notifications, ``("task", task_id)``.
 Notice = tuple[str, str]
 
 

@@ -30,7 +30,7 @@ from ..auth.identity import OAuthAuthorizer, OAuthIdentity, oauth_bearer, princi
 from ..auth.provider import OAuthUnavailable, Site
 from ..auth.scopes import BASE
 from .base import MCPBaseHandler, not_authenticated_reason
-from .mcp import STOPPED_WHEN_LEFT, MCPSurface
+from .mcp import STOPPED_WHEN_LEFT, MCPSurface, user_principal
 
 ASGIApp = Callable[[dict[str, Any], Callable[[], Awaitable[dict[str, Any]]], Any], Awaitable[None]]
 
@@ -205,7 +205,10 @@ class StreamableHTTPHandler(MCPBaseHandler):
         if oauth is None:
             return inner
         if self._identity is None or self._identity.inner is not inner:
-            self._identity = OAuthIdentity(inner, oauth, self._site)
+            # Given the handler per call rather than holding this one's bound method: that made
+            # a cycle (handler -> identity -> handler) that kept every request's handler, its
+            # request and connection until a garbage collection.
+            self._identity = OAuthIdentity(inner, oauth, functools.partial(site_of, oauth=oauth))
         return self._identity
 
     @property
@@ -385,6 +388,12 @@ def session_owner(handler: web.RequestHandler) -> Any:
     if getattr(handler, "token_authenticated", False):
         return _principal("jupyter-token")
     return _principal("user:" + (getattr(user, "username", None) or str(user)))
+
+
+def principal_id(handler: web.RequestHandler) -> str | None:
+    """The principal of a request as the tasks and runs it starts keep it (the ``client_id``
+    of :func:`session_owner`): one name for a caller over MCP and over the REST routes."""
+    return user_principal(session_owner(handler))
 
 
 @functools.lru_cache(maxsize=1024)

@@ -20,6 +20,7 @@ import asyncio
 import base64
 import contextlib
 import contextvars
+import functools
 import json
 import logging
 import re
@@ -39,7 +40,14 @@ from mcp.shared.subscriptions import SUBSCRIPTION_ID_META_KEY
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from ..auth.scopes import Access
-from ..core.context import Actor, Services, ToolContext, current_actor, progress_reporter
+from ..core.context import (
+    Actor,
+    Services,
+    ToolContext,
+    current_actor,
+    current_principal,
+    progress_reporter,
+)
 from ..core.errors import ToolError
 from ..core.registry import CallResult, Registry, Tool
 from ..core.toolsets import TOOLSETS_HEADER, request_toolsets
@@ -48,7 +56,14 @@ from ..prompts.catalog import PromptError, Prompts
 from ..resources.links import links_for
 from ..resources.registry import ResourceError, ResourceRegistry, Scope
 from ..resources.subscriptions import ListKind, Notice, Subscriber, SubscriptionHub
-from ..tasks.protocol import CallOrigin, TaskProtocol
+from ..tasks.protocol import (
+    EXTENSION,
+    MISSING_EXTENSION,
+    TASK_NOTIFICATION,
+    CallOrigin,
+    TaskProtocol,
+    declares_extension,
+)
 from ..views.catalog import EXTENSION_ID, VIEW_DATA_KEY, pages_built, shows_views, view_of_tool
 from ..views.data import view_data
 from ..views.pages import ViewPages
@@ -581,7 +596,7 @@ class MCPSurface:
         call made by the same one is stopped, as the SDK only serves a session to its opener.
         """
         found = self._calls.get((session_id, str(request_id)))
-        if found is not None and _principal_id(found[1]) == _principal_id(owner):
+        if found is not None and user_principal(found[1]) == user_principal(owner):
             found[0].cancel()
 
     def answers_as_json(self, message: Any, session_id: str) -> bool:
@@ -674,7 +689,8 @@ class MCPSurface:
         self, rctx: Any, params: types.SubscriptionsListenRequestParams
     ) -> types.SubscriptionsListenResult:
         """One ``subscriptions/listen`` stream: the resources asked for (each checked first:
-        one the connection may not read refuses the whole request), the lists asked for."""
+        one the connection may not read refuses the whole request), the lists asked for, and
+        the tasks asked for by the tasks extension's ``taskIds`` (the caller's own only)."""
         listen_id = rctx.request_id
         if listen_id is None:
             raise MCPError(types.INVALID_REQUEST, "subscriptions/listen requires a request id")
@@ -686,13 +702,23 @@ class MCPSurface:
             ("resources", wanted.resources_list_changed),
         )
         lists = [kind for kind, on in asked if on]
+        task_ids = self._listened_tasks(rctx, wanted)
+        principal = user_principal(_user(rctx))
         meta: dict[str, Any] = {SUBSCRIPTION_ID_META_KEY: listen_id}
         session = rctx.session
 
         async def send(notice: Notice) -> None:
             kind, value = notice
             notification: Any
-            if kind == "updated":
+            if kind == "task":
+                # The task as it is when the notice is sent: the latest state, once.
+                state = self.tasks.notification_params(value, principal)
+                if state is None:
+                    return  # its ttl is over
+                notification = types.Notification[dict[str, Any], str](
+                    method=TASK_NOTIFICATION, params={**state, "_meta": meta}
+                )
+            elif kind == "updated":
                 notification = types.ResourceUpdatedNotification(
                     params=types.ResourceUpdatedNotificationParams(uri=value, _meta=meta)
                 )
@@ -709,15 +735,23 @@ class MCPSurface:
             self.hub.add_stream(subscriber)
         except ResourceError as e:
             raise _protocol_error(e, rctx) from None
+        tells: dict[str, Callable[[], None]] = {}
         try:
             # Watched before the ack: a change while it is sent waits for it, not lost.
             for uri in uris:
                 await self.hub.subscribe(subscriber, uri)
+            for task_id in task_ids or ():
+                told: Callable[[], None] = functools.partial(subscriber.offer, ("task", task_id))
+                if self.tasks.watch(task_id, principal, told):
+                    tells[task_id] = told
+            # Of the tasks, only the caller's own are honored: another's is left out as unknown.
+            extension = {"taskIds": list(tells)} if task_ids is not None else {}
             honored = types.SubscriptionFilter(
                 tools_list_changed=True if wanted.tools_list_changed else None,
                 prompts_list_changed=True if wanted.prompts_list_changed else None,
                 resources_list_changed=True if wanted.resources_list_changed else None,
                 resource_subscriptions=uris or None,
+                **extension,
             )
             await session.send_notification(
                 types.SubscriptionsAcknowledgedNotification(
@@ -727,12 +761,36 @@ class MCPSurface:
                 ),
                 related_request_id=listen_id,
             )
+            # Each task's state of now follows the ack: a task that ended before the stream
+            # opened is told as well, and a client never has to poll once to catch up.
+            for told in tells.values():
+                told()
             await subscriber.run()
         except ResourceError as e:
             raise _protocol_error(e, rctx) from None
         finally:
+            for task_id, told in tells.items():
+                self.tasks.unwatch(task_id, told)
             self.hub.remove(subscriber)
         return types.SubscriptionsListenResult(_meta=meta)
+
+    @staticmethod
+    def _listened_tasks(rctx: Any, wanted: types.SubscriptionFilter) -> list[str] | None:
+        """The ``taskIds`` a ``subscriptions/listen`` asks task notifications for (the tasks
+        extension's key of the filter), each once; None when it asks for none."""
+        task_ids = (wanted.model_extra or {}).get("taskIds")
+        if task_ids is None:
+            return None
+        if not isinstance(task_ids, list) or not all(isinstance(i, str) for i in task_ids):
+            raise MCPError(types.INVALID_PARAMS, "taskIds must be an array of task ids (strings)")
+        if not declares_extension(rctx.meta):
+            raise MCPError(
+                types.MISSING_REQUIRED_CLIENT_CAPABILITY,
+                f"Missing required client capability: task notifications need the {EXTENSION} "
+                "extension declared in the request's clientCapabilities",
+                MISSING_EXTENSION,
+            )
+        return list(dict.fromkeys(task_ids))
 
     async def _list_prompts(
         self, rctx: Any, params: types.PaginatedRequestParams | None
@@ -903,6 +961,8 @@ class MCPSurface:
         # are not told of it (a task's call runs as long as the task does).
         actor = Actor(origin.session) if origin.session is not None else None
         token = current_actor.set(actor)
+        # What the call starts to be found later by id (a run) is its principal's alone.
+        principal = current_principal.set(origin.principal)
         try:
             result = await self.registry.call(
                 name,
@@ -919,6 +979,7 @@ class MCPSurface:
             if actor is not None:
                 actor.running = False  # what its background work changes later is told
             current_actor.reset(token)
+            current_principal.reset(principal)
         links = self._links(name, origin.toolsets, origin.read_only, arguments, result)
         answer = call_tool_result(result, origin.protocol_version, links)
         if origin.views:
@@ -950,7 +1011,7 @@ class MCPSurface:
         toolsets, read_only = _narrowing(rctx)
         return CallOrigin(
             protocol_version=rctx.protocol_version,
-            principal=_principal_id(user),
+            principal=user_principal(user),
             toolsets=toolsets,
             read_only=read_only,
             # Who pages through result windows: one session of one user (none without one).
@@ -1145,7 +1206,7 @@ def _narrowing(rctx: Any) -> tuple[frozenset[str] | None, bool]:
     return toolsets, access.read_only
 
 
-def _principal_id(user: Any) -> str | None:
+def user_principal(user: Any) -> str | None:
     """The client id of an SDK user (None for no user: a server without auth)."""
     token = getattr(user, "access_token", None)
     return getattr(token, "client_id", None)

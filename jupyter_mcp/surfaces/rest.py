@@ -18,9 +18,11 @@ from typing import Any
 from jupyter_server.auth.decorator import authorized
 from tornado import web
 
+from ..core.context import current_principal
 from ..core.errors import ToolError
 from ..core.registry import CallResult, result_text
 from ..core.version import __version__
+from .asgi import principal_id
 from .base import MCPBaseHandler
 
 
@@ -104,9 +106,15 @@ class ToolHandler(MCPBaseHandler):
         toolsets = self.toolsets  # a bad choice is an HTTP 400, not a tool's answer
         try:
             arguments = parse_arguments(self.request.body, self.ctx.settings.max_body_bytes)
-            self._call = asyncio.ensure_future(
-                self.registry.call(tool, arguments, self.ctx, toolsets=toolsets)
-            )
+            # The call's context is copied when its future is made: the runs it starts are
+            # this principal's, as over MCP (get_execution finds them for it alone).
+            principal = current_principal.set(principal_id(self))
+            try:
+                self._call = asyncio.ensure_future(
+                    self.registry.call(tool, arguments, self.ctx, toolsets=toolsets)
+                )
+            finally:
+                current_principal.reset(principal)
             result = await self._call
         except asyncio.CancelledError:
             if self._call is not None and self._call.cancelled():

@@ -18,6 +18,10 @@ inlines the ``result`` (or, for a protocol error, the ``error``); ``tasks/cancel
 ``tasks/update`` acknowledge with an empty result; ``tasks/result`` and ``tasks/list`` are not
 methods of this era. ``failed`` is kept for protocol errors: a tool error is ``completed`` with
 its ``isError`` result. Over Streamable HTTP an ``Mcp-Name`` header must carry the ``taskId``.
+A ``subscriptions/listen`` stream that names ``taskIds`` is sent ``notifications/tasks`` (each
+the ``tasks/get`` answer of that moment) for those of the caller's tasks: at once, when the
+status message changes (at most once per poll interval) and at the end (:meth:`TaskProtocol.
+watch`); so a listening client learns of the end without polling.
 
 Both eras: a task belongs to the principal of the request that started it (a token, a user),
 is found by its id from any session (or none) of that principal and is invisible to every
@@ -29,6 +33,8 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import math
+import time
 from collections.abc import Awaitable, Callable, Hashable, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
@@ -50,6 +56,9 @@ from .store import Task, TaskLimitError, TaskStore
 EXTENSION = "io.modelcontextprotocol/tasks"
 RELATED_TASK = "io.modelcontextprotocol/related-task"
 IMMEDIATE_RESPONSE = "io.modelcontextprotocol/model-immediate-response"
+#: The 2026-07-28 extension's task status notification (2025-11-25's is
+#: ``notifications/tasks/status``).
+TASK_NOTIFICATION = "notifications/tasks"
 #: Seconds a 2026-07-28 call may take before it answers a task instead of its result: quick
 #: work answers inline, and work of a second or more is a task (as the extension's
 #: conformance scenarios expect of a one-second job).
@@ -59,7 +68,8 @@ POLL_INTERVAL_MS = 1000
 #: Tasks per ``tasks/list`` page.
 PAGE_SIZE = 100
 
-_MISSING_EXTENSION: dict[str, Any] = {"requiredCapabilities": {"extensions": {EXTENSION: {}}}}
+#: The error data of a request that needs the extension declared and does not declare it.
+MISSING_EXTENSION: dict[str, Any] = {"requiredCapabilities": {"extensions": {EXTENSION: {}}}}
 
 
 class Sender(Protocol):
@@ -137,7 +147,10 @@ class TaskProtocol:
         # A cancel scope that the surface cancels when a legacy request's client leaves.
         self._stopped_when_left = stopped_when_left
         self._senders: dict[str, Sender] = {}
+        #: The 2026-07-28 listeners of each task (see :meth:`watch`).
+        self._watches: dict[str, set[_Watch]] = {}
         self.store.observers.append(self._tell_status)
+        self.store.observers.append(self._tell_watches)
 
     @staticmethod
     def legacy_capability() -> types.ServerTasksCapability:
@@ -189,7 +202,7 @@ class TaskProtocol:
             return await call_next(rctx)
         modern = rctx.protocol_version in MODERN_PROTOCOL_VERSIONS
         # Most calls ask for no task: they pass on before any look-up.
-        if not (_declares_extension(rctx.meta) if modern else params.get("task") is not None):
+        if not (declares_extension(rctx.meta) if modern else params.get("task") is not None):
             return await call_next(rctx)
         tool = self._tool(params["name"])
         if modern:
@@ -327,12 +340,12 @@ class TaskProtocol:
         """The caller's task named by ``params``; the era's errors otherwise."""
         task_id = params.task_id
         if rctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
-            if not _declares_extension(rctx.meta):
+            if not declares_extension(rctx.meta):
                 raise MCPError(
                     types.MISSING_REQUIRED_CLIENT_CAPABILITY,
                     f"Missing required client capability: {method} needs the {EXTENSION} "
                     "extension declared in the request's clientCapabilities",
-                    _MISSING_EXTENSION,
+                    MISSING_EXTENSION,
                 )
             headers = getattr(getattr(rctx, "request", None), "headers", None)
             named = headers.get("mcp-name") if headers is not None else None
@@ -469,6 +482,49 @@ class TaskProtocol:
     def _message(task: Task) -> str:
         return task.message or f"{task.tool} is running"
 
+    # -- 2026-07-28 task status notifications ------------------------------------------------
+
+    def watch(self, task_id: str, principal: str | None, tell: Callable[[], None]) -> bool:
+        """Call ``tell()`` when the task ``task_id`` of ``principal`` changes: its status message
+        (at most once per :data:`POLL_INTERVAL_MS`, the last change always told) and its end
+        (at once). False, and nothing watched, when it is not a task of ``principal``'s (or its
+        ttl is over). :meth:`unwatch` with the same ``tell`` ends it."""
+        if self.store.get(task_id, principal) is None:
+            return False
+        self._watches.setdefault(task_id, set()).add(_Watch(tell))
+        return True
+
+    def unwatch(self, task_id: str, tell: Callable[[], None]) -> None:
+        """Stop telling ``tell`` of the task ``task_id``."""
+        watches = self._watches.get(task_id)
+        if watches is None:
+            return
+        for watch in [w for w in watches if w.tell == tell]:
+            watch.stop()
+            watches.discard(watch)
+        if not watches:
+            del self._watches[task_id]
+
+    def notification_params(self, task_id: str, principal: str | None) -> dict[str, Any] | None:
+        """The params of a ``notifications/tasks`` for the task now: its ``tasks/get`` answer,
+        without the ``resultType`` that a notification has not. None once it is gone."""
+        task = self.store.get(task_id, principal)
+        if task is None:
+            return None
+        answer = self._modern_task(task, result_type="complete", detailed=True)
+        del answer["resultType"]
+        return answer
+
+    def _tell_watches(self, task: Task, event: str) -> None:
+        watches = self._watches.get(task.task_id)
+        if not watches or event == "announced":
+            return
+        for watch in list(watches):
+            if event == "ended":
+                watch.now()
+            else:
+                watch.soon(POLL_INTERVAL_MS / 1000)
+
     def _tell_status(self, task: Task, event: str) -> None:
         """At a 2025-11-25 task's end: ``notifications/tasks/status`` to its session."""
         if event != "ended":
@@ -482,7 +538,42 @@ class TaskProtocol:
         asyncio.get_running_loop().create_task(sender.close())
 
 
-def _declares_extension(meta: Any) -> bool:
+class _Watch:
+    """One listener of one task, told of its changes no more often than it would poll."""
+
+    def __init__(self, tell: Callable[[], None]) -> None:
+        self.tell = tell
+        self._last = -math.inf
+        self._timer: asyncio.TimerHandle | None = None
+
+    def now(self) -> None:
+        """Tell at once (the task ended): what waited is in it."""
+        self.stop()
+        self._last = time.monotonic()
+        self.tell()
+
+    def soon(self, every: float) -> None:
+        """Tell now if the last time was ``every`` seconds ago, else once at the end of it."""
+        if self._timer is not None:
+            return  # a later one is coming; it tells the state of then
+        wait = self._last + every - time.monotonic()
+        if wait <= 0:
+            self.now()
+        else:
+            self._timer = asyncio.get_running_loop().call_later(wait, self._later)
+
+    def _later(self) -> None:
+        self._timer = None
+        self.now()
+
+    def stop(self) -> None:
+        """Tell nothing more that was waiting."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+
+def declares_extension(meta: Any) -> bool:
     """Whether a 2026-07-28 request's ``_meta`` declares the tasks extension."""
     if not isinstance(meta, Mapping):
         return False

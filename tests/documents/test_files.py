@@ -37,6 +37,43 @@ async def test_read_returns_content_and_paths(ok, jp_root_dir):
     }
 
 
+@pytest.mark.parametrize("name", ["notes.py", "a.ipynb"])
+async def test_a_read_during_a_jupyter_save_waits_for_the_saved_file(ok, jp_root_dir, name):
+    # Jupyter's contents manager (JupyterLab's saves, jupyter-collaboration's) rewrites a file
+    # in place behind a backup copy: read in the middle, the file is empty or cut short.
+    from jupyter_server.services.contents.fileio import atomic_writing
+
+    def notebook(text: str) -> str:
+        nb = nbformat.v4.new_notebook()
+        nb.cells.append(nbformat.v4.new_code_cell(text, id="c0"))
+        return nbformat.writes(nb)
+
+    old, new = ("x = 1\n", "x = 2\n") if name.endswith(".py") else (notebook("1"), notebook("2"))
+    path = jp_root_dir / name
+    path.write_text(old)
+    loop = asyncio.get_running_loop()
+    writing, release = asyncio.Event(), asyncio.Event()
+
+    def save() -> None:
+        with atomic_writing(str(path)) as f:
+            f.write(new[: len(new) // 3])  # the file holds a third of the new version
+            f.flush()
+            loop.call_soon_threadsafe(writing.set)
+            asyncio.run_coroutine_threadsafe(release.wait(), loop).result()
+            f.write(new[len(new) // 3 :])
+
+    saving = loop.run_in_executor(None, save)
+    await writing.wait()
+    assert path.read_text() == new[: len(new) // 3]  # the torn state a reader could see
+    loop.call_later(0.3, release.set)
+    status = await ok("get_file_text_by_path", pathInProject=name)
+    await saving
+    if name.endswith(".py"):
+        assert status["content"] == new
+    else:
+        assert "2" in status["content"] and "1" not in status["content"].split("\n", 1)[1]
+
+
 async def test_read_accepts_absolute_path_inside_root(ok, jp_root_dir):
     (jp_root_dir / "a.txt").write_text("x")
     status = await ok("get_file_text_by_path", pathInProject=str(jp_root_dir / "a.txt"))

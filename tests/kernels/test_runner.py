@@ -120,12 +120,16 @@ def doc(ctx: ToolContext, path: Path) -> MemoryNotebook:
     return ctx.services.notebooks.open_documents[path]  # type: ignore[union-attr]
 
 
-async def run(ctx: ToolContext, name: str, **arguments: Any) -> dict[str, Any]:
-    answer = await execute_notebook_cells(ctx, name, **arguments)
-    # A run offers its outputs' MIME bundles to the cell-outputs view around its pictures.
+def with_images(answer: Any) -> WithImages:
+    """A run's answer: its pictures beside its value, inside the data it offers the
+    cell-outputs view (its outputs' MIME bundles)."""
     assert isinstance(answer, WithViewData)
     assert isinstance(answer.value, WithImages)
-    return dict(answer.value.value)
+    return answer.value
+
+
+async def run(ctx: ToolContext, name: str, **arguments: Any) -> dict[str, Any]:
+    return dict(with_images(await execute_notebook_cells(ctx, name, **arguments)).value)
 
 
 async def test_cells_run_in_order_as_a_user_run_and_stop_at_the_first_error(
@@ -229,7 +233,7 @@ async def test_pictures_and_rich_outputs(ctx: ToolContext, jp_root_dir: Path) ->
         f"display(Image(data=base64.b64decode('{PNG}'), format='png'))\n"
         "display(HTML('<b>bold</b>'))",
     )
-    answer = await execute_notebook_cells(ctx, "pic.ipynb")
+    answer = with_images(await execute_notebook_cells(ctx, "pic.ipynb"))
     outputs = answer.value["cells"][0]["outputs"]
     assert [sorted(o["mimeTypes"]) for o in outputs] == [
         ["image/png", "text/plain"],
@@ -305,7 +309,7 @@ async def test_background_runs_are_followed_by_id(ctx: ToolContext, jp_root_dir:
     started = await run(ctx, "bg.ipynb", background=True)
     assert started["status"] == "running"
     execution_id = started["executionId"]
-    answer = (await get_execution(ctx, execution_id, waitMs=60_000)).value
+    answer = with_images(await get_execution(ctx, execution_id, waitMs=60_000)).value
     assert answer["status"] == "ok"
     assert answer["cells"][0]["outputs"][0]["text"] == "0\n1\n2\n"
     with pytest.raises(ToolError, match="No execution 'nope'"):
@@ -313,7 +317,7 @@ async def test_background_runs_are_followed_by_id(ctx: ToolContext, jp_root_dir:
     # A background run has its deadline too
     notebook(jp_root_dir, "bg-slow.ipynb", "import time\ntime.sleep(60)")
     slow = await run(ctx, "bg-slow.ipynb", background=True, timeoutMs=1500)
-    late = (await get_execution(ctx, slow["executionId"], waitMs=60_000)).value
+    late = with_images(await get_execution(ctx, slow["executionId"], waitMs=60_000)).value
     assert late["status"] == "timeout" and late["cells"][0]["status"] == "timeout"
 
 

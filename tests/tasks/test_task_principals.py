@@ -7,13 +7,26 @@ server shared with a second user has): an identity provider of Jupyter's that te
 from __future__ import annotations
 
 import asyncio
+import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
+import httpx2
 import pytest
+from code_notebook import write_code_notebook
 from jupyter_server.auth.identity import IdentityProvider, User
-from mcp import MCPError
+from mcp import Client, MCPError
+from mcp.client.streamable_http import streamable_http_client
 from server_configs import server_config
-from task_clients import TasksExtension, cancel_task, get_task, legacy_session, modern_client
+from task_clients import (
+    TasksExtension,
+    cancel_task,
+    get_task,
+    legacy_session,
+    listen_stream,
+    modern_client,
+)
 
 TOKENS = {"alice-token": "alice", "bob-token": "bob"}
 
@@ -86,3 +99,95 @@ async def test_each_principal_lists_only_its_own_tasks(mcp_url):
 
     assert [t["taskId"] for t in alices["tasks"]] == [mine]
     assert [t["taskId"] for t in bobs["tasks"]] == [theirs]
+
+
+@asynccontextmanager
+async def sdk_client(url: str, token: str, mode: str) -> AsyncIterator[Client]:
+    """An official SDK client of one era (``legacy``: the 2025-11-25 handshake)."""
+    async with httpx2.AsyncClient(headers={"Authorization": f"token {token}"}, timeout=60) as http:
+        async with Client(streamable_http_client(url, http_client=http), mode=mode) as client:
+            yield client
+
+
+def _text(result: Any) -> str:
+    return str(result.content[0].text)
+
+
+@pytest.mark.usefixtures("no_kernels_left")
+async def test_a_run_is_found_by_its_id_only_by_its_principal(mcp_url, jp_root_dir):
+    slow = "import time\nprint('running', flush=True)\ntime.sleep(3)\n'done'"
+    write_code_notebook(jp_root_dir, "bg.ipynb", slow, ids=True)
+    write_code_notebook(jp_root_dir, "task.ipynb", slow, ids=True)
+    async with sdk_client(mcp_url, "alice-token", "legacy") as alice:
+        started = await alice.call_tool(
+            "execute_notebook_cells", {"pathInProject": "bg.ipynb", "background": True}
+        )
+        background = json.loads(_text(started))["executionId"]
+        async with legacy_session(mcp_url, "alice-token", listen=False) as raw:
+            created = await raw.call_as_task(
+                "execute_notebook_cells", {"pathInProject": "task.ipynb"}
+            )
+        tasked = created["task"]["taskId"]
+
+        theirs, unknown = {}, {}
+        for mode in ("legacy", "2026-07-28"):
+            async with sdk_client(mcp_url, "bob-token", mode) as bob:
+                for run_id in (background, tasked):
+                    got = await bob.call_tool("get_execution", {"executionId": run_id})
+                    theirs[mode, run_id] = (got.is_error, _text(got).replace(run_id, "ID"))
+                got = await bob.call_tool("get_execution", {"executionId": "0" * 32})
+                unknown[mode] = (got.is_error, _text(got).replace("0" * 32, "ID"))
+        # The REST routes take the same principal from the same login.
+        async with httpx2.AsyncClient(timeout=60) as http:
+            rest = await http.post(
+                f"{mcp_url}/get_execution",
+                json={"executionId": background},
+                headers={"Authorization": "token bob-token"},
+            )
+            own_rest = await http.post(
+                f"{mcp_url}/get_execution",
+                json={"executionId": background},
+                headers={"Authorization": "token alice-token"},
+            )
+        mine = [
+            json.loads(
+                _text(
+                    await alice.call_tool("get_execution", {"executionId": run_id, "waitMs": 60000})
+                )
+            )
+            for run_id in (background, tasked)
+        ]
+
+    # Bob is told what he is told of a run that never existed, in both eras, over REST too.
+    for (mode, _), answer in theirs.items():
+        assert answer == unknown[mode] and answer[0] is True
+    assert "No execution 'ID'" in unknown["legacy"][1]
+    assert rest.json()["status"] is None and "No execution" in rest.json()["error"]
+    assert own_rest.json()["error"] is None
+    assert own_rest.json()["status"]["executionId"] == background
+    # Alice's runs went on to their end, untouched.
+    assert [m["executionId"] for m in mine] == [background, tasked]
+    assert [m["status"] for m in mine] == ["ok", "ok"]
+
+
+async def test_a_listen_stream_is_told_only_of_its_principals_tasks(mcp_url):
+    async with modern_client(mcp_url, "alice-token", tasks=TasksExtension()) as alice:
+        started = await alice.session.call_tool("wait", {"milliseconds": 2500}, allow_claimed=True)
+        task_id = started.task_id
+        async with (
+            listen_stream(mcp_url, "bob-token", {"taskIds": [task_id]}) as bobs,
+            listen_stream(mcp_url, "alice-token", {"taskIds": [task_id]}) as alices,
+        ):
+            await alices.until(
+                lambda s: any(t["status"] == "completed" for t in s.of("notifications/tasks")),
+                timeout=120,
+                what="Alice told of her task's end",
+            )
+            await asyncio.sleep(0.5)
+
+    [bobs_ack] = bobs.of("notifications/subscriptions/acknowledged")
+    [alices_ack] = alices.of("notifications/subscriptions/acknowledged")
+    # Bob's stream honors nothing and is told nothing: as for a task that never existed.
+    assert bobs_ack["notifications"]["taskIds"] == []
+    assert bobs.of("notifications/tasks") == []
+    assert alices_ack["notifications"]["taskIds"] == [task_id]

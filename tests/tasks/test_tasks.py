@@ -26,6 +26,7 @@ from task_clients import (
     cancel_task,
     get_task,
     legacy_session,
+    listen_stream,
     modern_client,
     until_ended,
 )
@@ -613,3 +614,68 @@ def _records(sent: list[dict[str, Any]], task_id: str) -> list[dict[str, Any]]:
         for m in sent
         if m.get("type") == "activity" and (m["record"].get("task") or {}).get("id") == task_id
     ]
+
+
+# --- 2026-07-28: task status notifications on a subscriptions/listen stream ---------------
+
+
+async def test_a_listen_stream_is_told_of_a_task_until_its_end(mcp_url, token):
+    async with modern_client(mcp_url, token, tasks=TasksExtension()) as client:
+        started = await client.session.call_tool("wait", {"milliseconds": 3000}, allow_claimed=True)
+        task_id = started.task_id
+        unknown = "0" * 32
+        async with listen_stream(mcp_url, token, {"taskIds": [task_id, unknown, task_id]}) as s:
+            [ack] = await s.until(
+                lambda s: s.of("notifications/subscriptions/acknowledged"), what="the ack"
+            )
+
+            def ended(s: Any) -> Any:
+                told = s.of("notifications/tasks")
+                return told if told and told[-1]["status"] == "completed" else None
+
+            told = await ended_within(s, ended)
+            polled = await get_task(client.session, task_id)
+
+    # Only the tasks it has are honored (each once); the stream is named in every message.
+    assert ack["notifications"]["taskIds"] == [task_id]
+    listen_id = ack["_meta"]["io.modelcontextprotocol/subscriptionId"]
+    assert all(t["_meta"]["io.modelcontextprotocol/subscriptionId"] == listen_id for t in told)
+    assert {t["taskId"] for t in told} == {task_id}
+    # At once, the task as it was (working); its status message as it went; then its end,
+    # with the result inline: what tasks/get answers, no resultType (a notification's).
+    assert told[0]["status"] == "working"
+    assert any("waited" in (t.get("statusMessage") or "") for t in told[:-1])
+    assert [t["status"] for t in told].count("completed") == 1
+    last = {k: v for k, v in told[-1].items() if k != "_meta"}
+    assert "resultType" not in last
+    assert "Waited for 3000 milliseconds" in last["result"]["content"][0]["text"]
+    polled_now = polled.model_dump(by_alias=True, exclude_none=True, exclude={"meta"})
+    assert last == {k: v for k, v in polled_now.items() if k != "resultType"}
+
+
+async def ended_within(stream: Any, check: Any) -> Any:
+    return await stream.until(check, timeout=120, what="the task's end told")
+
+
+async def test_a_listen_stream_opened_after_the_end_is_told_the_end_once(mcp_url, token):
+    async with modern_client(mcp_url, token, tasks=TasksExtension()) as client:
+        started = await client.session.call_tool("wait", {"milliseconds": 1500}, allow_claimed=True)
+        await until_ended(client.session, started.task_id)
+        async with listen_stream(mcp_url, token, {"taskIds": [started.task_id]}) as s:
+            told = await s.until(lambda s: s.of("notifications/tasks"), what="the state told")
+            await asyncio.sleep(1.5)  # nothing more comes of a task that ended
+            told = s.of("notifications/tasks")
+
+    assert [t["status"] for t in told] == ["completed"]
+    assert "1500 milliseconds" in told[0]["result"]["content"][0]["text"]
+
+
+async def test_task_notifications_need_the_extension_declared(mcp_url, token):
+    async with listen_stream(mcp_url, token, {"taskIds": []}, declare=False) as s:
+        [answer] = await s.until(lambda s: [m for m in s.messages if "error" in m], what="error")
+    async with listen_stream(mcp_url, token, {"taskIds": "all"}) as bad:
+        [refused] = await bad.until(lambda s: [m for m in s.messages if "error" in m], what="error")
+
+    assert answer["error"]["code"] == -32021
+    assert answer["error"]["data"] == {"requiredCapabilities": {"extensions": {EXTENSION: {}}}}
+    assert refused["error"]["code"] == -32602 and "taskIds" in refused["error"]["message"]
