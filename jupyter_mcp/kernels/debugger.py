@@ -599,8 +599,15 @@ class DebugSession:
             if remaining <= 0:
                 break
             changed = self._changed
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(changed.wait(), min(remaining, ALIVE_POLL))
+            try:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(changed.wait(), min(remaining, ALIVE_POLL))
+            except asyncio.CancelledError:
+                # The caller gave up (a cancelled call or task): the agent's code that runs on
+                # is stopped as a cancelled execute_notebook_cells is, the kernel interrupted.
+                if run is not None and not run.done and self.stopped is None:
+                    await asyncio.shield(run.stop("interrupted"))
+                raise
         if what in ("run_cell", "continue"):
             answer: dict[str, Any] = self._run_answer(run) if run else {"state": "running"}
             answer["message"] = (
