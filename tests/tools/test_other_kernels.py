@@ -20,6 +20,8 @@ from jupyter_client.kernelspec import KernelSpecManager
 from mcp import Client
 from notebook_files import answer_of, on_disk
 
+from jupyter_mcp.documents.notebook_view import cell_marker_lines, notebook_view
+
 pytestmark = pytest.mark.timeout(300)
 #: Every test runs with the notebook in its file and in the shared document (see conftest).
 BOTH_BACKENDS = True
@@ -209,13 +211,11 @@ async def test_a_xeus_python_notebook_runs_errors_interrupts_and_shows_its_varia
             timeoutMs=3000,
         )
         # A timeout interrupts the kernel; xeus kernels end on SIGINT (jupyter-xeus/xeus#272),
-        # which the answer says, and the server's restarted kernel runs the next call
+        # which the answer says; the server restarts the kernel for the notebook's session
         assert slow["status"] == "timeout", slow
         assert "cannot be interrupted" in slow["error"]
-        after = await answer_of(
-            client, "execute_code_in_kernel", pathInProject="xeus.ipynb", code="'x' in dir()"
-        )
-        assert after["status"] == "ok" and after["outputs"][0]["text"] == "False"
+        listed = await answer_of(client, "kernel_action", action="list")
+        assert [(k["name"], k["notebooks"]) for k in listed] == [("xpython", ["xeus.ipynb"])]
 
 
 @needs_r
@@ -275,3 +275,52 @@ async def test_an_r_notebook_runs_in_irkernel_with_rs_errors_completions_and_int
         assert "has no debugger" in message, message
         problems = await _error(client, "get_file_problems", pathInProject="stats.ipynb")
         assert "R notebook" in problems, problems
+
+
+AVERAGE = (
+    "def average(values):\n"
+    "    total = 0\n"
+    "    for v in values:\n"
+    "        total += v\n"
+    "    return total / (len(values) + 1)\n"
+)
+
+
+async def test_xeus_pythons_own_debugger_stops_at_a_breakpoint_and_shows_the_locals(
+    connect: Any, jp_root_dir: Path
+) -> None:
+    path = write_notebook(jp_root_dir, "debug.ipynb", "xpython", AVERAGE, "average([2, 4, 6])")
+    nb = nbformat.read(path, as_version=4)
+    view = notebook_view(nb)
+    markers = cell_marker_lines(nb, view)
+    assert markers is not None
+    line = markers[0] + 5
+    assert view.splitlines()[line - 1].strip().startswith("return total")
+    async with connect() as client:
+        await answer_of(
+            client, "execute_notebook_cells", pathInProject="debug.ipynb", cellIds=["c0"]
+        )
+        added = await answer_of(
+            client, "toggle_debugger_breakpoint", pathInProject="debug.ipynb", line=line
+        )
+        assert added == "Breakpoint added"
+        started = await answer_of(
+            client, "debug_session", action="start", pathInProject="debug.ipynb"
+        )
+        assert started["breakpoints"][0]["verified"] is True, started
+        stopped = await answer_of(
+            client, "debug_session", action="run_cell", pathInProject="debug.ipynb", cellId="c1"
+        )
+        assert stopped["state"] == "stopped", stopped
+        assert stopped["where"]["cellId"] == "c0" and stopped["where"]["function"] == "average"
+        found = await answer_of(
+            client, "debug_session", action="variables", pathInProject="debug.ipynb"
+        )
+        values = {v["name"]: v["value"] for v in found["variables"]}
+        assert values["total"] == "12" and values["values"] == "[2, 4, 6]"
+        done = await answer_of(
+            client, "debug_session", action="continue", pathInProject="debug.ipynb"
+        )
+        assert done["state"] == "finished" and done["outputs"][0]["text"] == "3.0"
+        ended = await answer_of(client, "debug_session", action="stop", pathInProject="debug.ipynb")
+        assert ended["session"] == "ended"
