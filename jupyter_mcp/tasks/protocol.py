@@ -480,7 +480,12 @@ class TaskProtocol:
 
     @staticmethod
     def _message(task: Task) -> str:
-        return task.message or f"{task.tool} is running"
+        """What runs now: the tool's last progress message, or, for a tool that reports none
+        (yet), the tool, what it was asked and for how long it has run."""
+        if task.message:
+            return task.message
+        asked = f" ({task.asked})" if task.asked else ""
+        return f"{task.tool}{asked} running for {time.time() - task.created:.1f} s"
 
     # -- 2026-07-28 task status notifications ------------------------------------------------
 

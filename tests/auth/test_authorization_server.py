@@ -8,13 +8,15 @@ browser tests do that). "Changes nothing" is checked on the grants file on disk.
 
 from __future__ import annotations
 
+import html
+import re
 import time
 from typing import Any
 from urllib.parse import parse_qs, urlencode, urlsplit
 
 import httpx2
 import pytest
-from oauth_client import ClientSite, Document, consent_with_token, pkce
+from oauth_client import ClientSite, Document, consent_with_token, free_port, pkce
 from oauth_fixtures import Server
 
 from jupyter_mcp.auth import client_metadata
@@ -44,9 +46,24 @@ async def authorize_url(server: Server, **params: str) -> httpx2.Response:
         return await http.get(f"{server.endpoint('authorize')}?{urlencode(params)}")
 
 
-def redirect_query(answer: httpx2.Response) -> dict[str, str]:
-    assert answer.status_code == 302, (answer.status_code, answer.text)
-    return {k: v[0] for k, v in parse_qs(urlsplit(answer.headers["Location"]).query).items()}
+def refusal_query(answer: httpx2.Response) -> dict[str, str]:
+    """The query of the link back to the client on an authorization error's page.
+
+    The error is a page, never a redirect: nobody has logged in yet, and a redirect would make
+    the server an open redirector for any registered client (RFC 9700 §4.11.2).
+    """
+    assert answer.status_code == 400, (answer.status_code, answer.text)
+    assert "Location" not in answer.headers
+    assert answer.headers["Content-Type"].startswith("text/html")
+    assert "frame-ancestors 'none'" in answer.headers["Content-Security-Policy"]
+    found = re.search(r'<a id="back" href="([^"]*)"', answer.text)
+    assert found, answer.text
+    query = {k: v[0] for k, v in parse_qs(urlsplit(html.unescape(found[1])).query).items()}
+    # The page says the RFC error and its description too.
+    page = html.unescape(answer.text)
+    assert f'<code id="error">{query["error"]}</code>' in page
+    assert query["error_description"] in page
+    return query
 
 
 def params(client_site: ClientSite, server: Server, **changes: str | None) -> dict[str, str]:
@@ -120,10 +137,10 @@ async def test_a_missing_pkce_verifier_is_invalid_request(server: Server, author
     assert server.stored().get("grants", {}) == {}
 
 
-async def test_an_authorization_request_without_pkce_is_refused_back_to_the_client(
+async def test_an_authorization_request_without_pkce_is_refused_on_a_page_linking_back(
     server: Server, client_site: ClientSite
 ) -> None:
-    answer = redirect_query(
+    answer = refusal_query(
         await authorize_url(server, **params(client_site, server, code_challenge=None))
     )
 
@@ -134,7 +151,7 @@ async def test_an_authorization_request_without_pkce_is_refused_back_to_the_clie
 
 
 async def test_the_plain_pkce_method_is_refused(server: Server, client_site: ClientSite) -> None:
-    answer = redirect_query(
+    answer = refusal_query(
         await authorize_url(server, **params(client_site, server, code_challenge_method="plain"))
     )
 
@@ -244,7 +261,7 @@ async def test_an_https_redirect_must_match_exactly(
 async def test_a_foreign_resource_is_invalid_target_at_the_authorization_endpoint(
     server: Server, client_site: ClientSite
 ) -> None:
-    answer = redirect_query(
+    answer = refusal_query(
         await authorize_url(
             server, **params(client_site, server, resource="https://other.example/mcp")
         )
@@ -282,7 +299,7 @@ async def test_the_servers_root_is_accepted_as_its_resource(server: Server, auth
 
 
 async def test_an_unknown_scope_is_invalid_scope(server: Server, client_site: ClientSite) -> None:
-    answer = redirect_query(
+    answer = refusal_query(
         await authorize_url(server, **params(client_site, server, scope="mcp admin"))
     )
 
@@ -293,7 +310,7 @@ async def test_an_unknown_scope_is_invalid_scope(server: Server, client_site: Cl
 async def test_an_unknown_tool_set_in_a_scope_is_invalid_scope(
     server: Server, client_site: ClientSite
 ) -> None:
-    answer = redirect_query(
+    answer = refusal_query(
         await authorize_url(server, **params(client_site, server, scope="mcp:toolsets:files,nope"))
     )
 
@@ -449,7 +466,8 @@ async def test_a_refresh_token_of_another_client_does_not_exist(
         ("user info", "user name or password"),
         ("redirect", "redirects"),
         ("too large", "larger than 5120 bytes"),
-        ("slow", "took longer than"),
+        ("slow", "could not be fetched (no answer within"),
+        ("closed port", "could not be fetched (no answer within"),
         ("not found", "HTTP 404"),
         ("not json", "not application/json"),
         ("invalid json", "not valid JSON"),
@@ -475,6 +493,7 @@ async def test_a_bad_client_metadata_url_is_invalid_client(
         "dot segments": f"{site.url}/a/../client.json",
         "user info": f"http://me:pw@127.0.0.1:{site.port}/client.json",
         "not found": site.metadata_url("missing.json"),
+        "closed port": f"http://127.0.0.1:{free_port()}/client.json",
     }
     bodies = {
         "redirect": Document(b"", status=302, headers={"Location": "/client.json"}),
@@ -512,7 +531,40 @@ async def test_a_bad_client_metadata_url_is_invalid_client(
     assert answer.status_code == 400, answer.text
     assert answer.json()["error"] == "invalid_client"
     assert says in answer.json()["error_description"]
+    # Why a connection failed is the server's log's to say, not an unauthenticated caller's.
+    for detail in ("refused", "Errno", "Timeout", "Stream"):
+        assert detail not in answer.json()["error_description"]
     assert not server.file.exists()
+
+
+@pytest.mark.parametrize(
+    ("address", "allowed"),
+    [
+        ("8.8.8.8", True),
+        ("2606:4700::1111", True),
+        ("10.0.0.1", False),
+        ("::ffff:10.0.0.1", False),  # IPv4-mapped
+        ("64:ff9b::10.0.0.1", False),  # NAT64, well-known prefix
+        ("64:ff9b::169.254.169.254", False),
+        ("64:ff9b::8.8.8.8", True),  # an IPv6-only network's way to a public host
+        ("64:ff9b:1::a00:1", False),  # NAT64, local-use prefix
+        ("::ffff:0:10.0.0.1", False),  # SIIT
+        ("::ffff:0:8.8.8.8", True),
+        ("2002:a00:1::1", False),  # 6to4 of 10.0.0.1
+        ("2002:a9fe:a9fe::1", False),  # 6to4 of 169.254.169.254
+        ("2002:808:808::1", True),
+        ("::10.0.0.1", False),  # IPv4-compatible
+        ("::127.0.0.1", False),
+        ("2001:0:4136:e378:8000:63bf:3fff:fdd2", False),  # Teredo
+        ("fec0::1", False),  # site-local
+        ("::1", False),
+        ("::", False),
+        ("fe80::1%eth0", False),
+        ("ff02::1", False),
+    ],
+)
+def test_addresses_embedding_an_ipv4_one_are_checked_by_it(address: str, allowed: bool) -> None:
+    assert client_metadata._address_allowed(address, allow_loopback=False) is allowed
 
 
 async def test_a_client_metadata_document_is_fetched_once_while_fresh(
@@ -698,3 +750,36 @@ async def test_an_unknown_or_expired_request_shows_why_on_the_consent_page(
     assert page.status_code == 400
     assert "unknown or has expired" in page.text and "start again from the client" in page.text
     assert client_site._callbacks.empty()
+
+
+@pytest.mark.parametrize(
+    ("change", "error"),
+    [
+        ({"scope": "mcp admin"}, "invalid_scope"),
+        ({"code_challenge": None}, "invalid_request"),
+        ({"resource": "https://other.example/mcp"}, "invalid_target"),
+    ],
+)
+async def test_a_registered_client_cannot_make_the_server_an_open_redirector(
+    server: Server, client_site: ClientSite, change: dict[str, str | None], error: str
+) -> None:
+    # Anyone may register a client whose redirect URI is any https site; a refused request
+    # of it must not send a user who follows a link on the lab's domain there unawares.
+    registered = await register(
+        server, redirect_uris=["https://evil.example/landing"], client_name="Anything"
+    )
+    assert registered.status_code == 201, registered.text
+    query = params(
+        client_site,
+        server,
+        client_id=registered.json()["client_id"],
+        redirect_uri="https://evil.example/landing",
+        **change,
+    )
+
+    answer = await authorize_url(server, **query)
+
+    back = refusal_query(answer)
+    assert back["error"] == error and back["state"] == "s1"
+    assert back["iss"] == server.issuer
+    assert "evil.example" in answer.text  # the link names where it goes

@@ -14,6 +14,7 @@ import asyncio
 import inspect
 import json
 import os
+import re
 import subprocess
 import uuid
 from pathlib import Path
@@ -61,7 +62,7 @@ async def as_task(session: Any, name: str, arguments: dict[str, Any]) -> dict[st
     assert polled["taskId"] == task_id and polled["status"] in ("working", "completed")
     assert result["_meta"]["io.modelcontextprotocol/related-task"] == {"taskId": task_id}
     assert ended["status"] == "completed", (name, ended, result)
-    return {"id": task_id, "polled": polled, "result": result, "ended": ended}
+    return {"id": task_id, "created": created, "polled": polled, "result": result, "ended": ended}
 
 
 async def plain(session: Any, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
@@ -106,6 +107,9 @@ async def test_code_and_search_tools_run_as_tasks_and_answer_as_their_calls(
     for name in calls:
         assert without_meta(tasks[name]["result"]) == plains[name], name
         assert tasks[name]["result"]["isError"] is False, name
+    # Before a tool reports anything, its status message says which tool runs on what.
+    created = tasks["search_in_files_content"]["created"]["task"]["statusMessage"]
+    assert created.startswith('search_in_files_content (searchText="helper(") running for ')
     references = value_of(tasks["find_references"]["result"])["references"]
     assert {r["path"] for r in references} == {"pkg/util.py", "main.py"}
     problems = json.dumps(value_of(tasks["get_file_problems"]["result"]))
@@ -248,13 +252,16 @@ async def test_a_background_commands_status_message_names_it_and_its_last_line(m
 
         async def stepping() -> Any:
             got = await session.result("tasks/get", {"taskId": task_id})
-            return got if "step-" in got["statusMessage"] else None
+            # The command's own report: it, its time, and after them its last output line.
+            message = got["statusMessage"]
+            return got if message.startswith("`") and ": step-" in message else None
 
         running = await until(stepping, what="the command's output in its status message")
         result = await session.result("tasks/result", {"taskId": task_id})
 
     assert running["status"] == "working"
     assert running["statusMessage"].startswith("`for i in 1 2 3 4 5 6; do echo step-$i;")
+    assert re.search(r"running for \d+\.\d s: step-[1-6]$", running["statusMessage"])
     assert value_of(result)["stdout"].splitlines()[-1] == "step-6"
 
 
