@@ -36,8 +36,8 @@ LABEXT_SOURCES := $(shell find labextension/src labextension/style labextension/
 # The MCP Apps view pages, built by the same jlpm build (scripts/build-views.mjs).
 VIEWS_BUILT := $(foreach view,cell-outputs variables diff,jupyter_mcp/views/static/$(view).html)
 
-.PHONY: help run test test-deps install labextension chromium npm-tools lint format demos wheel \
-	clean
+.PHONY: help run test test-deps install labextension chromium kernels r-kernel npm-tools lint \
+	format demos wheel clean
 
 help:
 	@echo "make run     JupyterLab with jupyter-mcp on notebooks/ (prints URL, token, curl line)"
@@ -122,6 +122,36 @@ chromium:
 # Everything the tests need before pytest starts. To add a set-up step (npm tools, ...), write
 # its target and add a line `test-deps: your-target` next to it; do not add a recipe here.
 test-deps: $(STAMPS)/develop chromium
+
+# Kernels other than ipykernel that the kernel tests run notebooks in (the test extra installs
+# them): xeus-python's wheel carries its kernelspec; bash_kernel's is written by its installer,
+# into the venv as --sys-prefix does, so `jupyter kernelspec list` in .venv shows both.
+$(STAMPS)/kernels: $(STAMPS)/install
+	@echo "==> installing bash_kernel's kernelspec into .venv"
+	@$(QUIET) $(BIN)/python -m bash_kernel.install --sys-prefix
+	@touch $@
+kernels: $(STAMPS)/kernels
+test-deps: kernels
+
+# IRkernel (R) from Debian, its kernelspec written into the venv by IRkernel itself; without
+# root and apt-get the R tests are skipped.
+R_KERNELSPEC := $(VENV)/share/jupyter/kernels/ir/kernel.json
+r-kernel: $(STAMPS)/install
+	@if [ -f $(R_KERNELSPEC) ]; then :; \
+	elif [ -d /usr/lib/R/site-library/IRkernel ] || { [ "$$(id -u)" = 0 ] && \
+			command -v apt-get >/dev/null; }; then \
+		if [ ! -d /usr/lib/R/site-library/IRkernel ]; then \
+			echo "==> installing Debian's IRkernel (apt-get)"; \
+			DEBIAN_FRONTEND=noninteractive $(QUIET) apt-get $(APT_WAIT) update -q && \
+			DEBIAN_FRONTEND=noninteractive $(QUIET) apt-get $(APT_WAIT) install -y -q \
+				--no-install-recommends r-cran-irkernel; \
+		fi && echo "==> installing IRkernel's kernelspec into .venv" && \
+		$(QUIET) Rscript -e 'IRkernel::installspec(sys_prefix = TRUE)'; \
+	else \
+		echo "note: IRkernel is missing and cannot be installed here (needs root and apt-get):"; \
+		echo "      the R kernel tests will be skipped."; \
+	fi
+test-deps: r-kernel
 
 # The external programs the tests drive (MCP Inspector CLI, conformance suite, Node 22, and
 # JupyterHub's configurable-http-proxy), from tests/npm-tools into .cache/npm-tools. Without npm

@@ -3,12 +3,17 @@ files, search and git, while the user's JupyterLab window keeps asking the serve
 the user's figures beside the same figures with no agent.
 
 Starts a real ``jupyter server`` with jupyter_mcp (token auth) on a temporary git project of
-``--files`` Python modules. Every agent is an official SDK client with its own session.
+``--files`` Python modules. Every agent is an official SDK client of its own, every other one
+on a 2025-11-25 session, the rest in the stateless 2026-07-28 era. The user has JupyterLab open
+in headless Chromium on ``user.ipynb`` (its kernel started by JupyterLab) and, besides, asks the
+server what an open window asks, one request after the other.
 
-1. Idle, for ``--idle`` seconds: the user's requests alone, one after the other: ``GET
-   /api/status`` and what an open JupyterLab window asks (its file browser's listing, the open
-   notebook's contents, the kernels and sessions it polls).
-2. Under load, the same requests of the user the whole time, and at once:
+1. Idle, for ``--idle`` seconds: the user alone. Every two seconds the user refreshes the file
+   browser and runs the notebook's first cell with Shift+Enter; the scripted requests go on
+   meanwhile: ``GET /api/status``, the file browser's listing, the open notebook's contents,
+   the kernels and sessions JupyterLab polls. Every request the window makes is timed
+   (Chromium's own timing), grouped by route.
+2. Under load, the same user the whole time, and at once:
    - ``--cell-agents`` agents (20), each creating ``agent_<i>.ipynb`` and then ``--cells`` times
      (50) inserting a short code cell that prints a line only it prints, running it in the
      notebook's kernel (``execute_notebook_cells``) and reading the cell back
@@ -19,12 +24,17 @@ Starts a real ``jupyter server`` with jupyter_mcp (token auth) on a temporary gi
 3. Afterwards every notebook file is read: each cell holds exactly the line its agent printed
    in it (an output in the wrong notebook, or lost, is counted).
 
-Printed: calls, errors, p50 and p99 per tool; the user's requests idle and loaded (p50, p99);
-outputs checked and outputs misplaced. Targets: 0 errors, 0 misplaced, the user's requests
-staying fast. The figures are wall-clock on whatever machine runs this: on a shared, busy
-machine they are noisy, so compare the rows of one run with each other.
+Printed: calls, errors, p50 and p99 per tool; the user's requests and the window's, idle and
+loaded (p50, p99); the user's cell runs; outputs checked and outputs misplaced; agents whose
+client ended with an error (with the calls they had under way); the CPU seconds the server,
+its kernels, the agents' clients and the browser used over the load (on a machine with few
+cores they share it: the figures are read against that). Targets: 0 errors, 0 misplaced, the
+user's requests staying fast. Calls under way for over a minute are said on stderr as the
+run goes. The figures are wall-clock on whatever machine runs this: on a shared, busy machine
+they are noisy, so compare the rows of one run with each other.
 
     .venv/bin/python benchmarks/bench_agents.py [--cell-agents 20] [--cells 50] [--other-agents 30]
+        [--no-window] [--no-collaboration]
 """
 
 from __future__ import annotations
@@ -44,6 +54,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx2
+import mcp_types as types
 import nbformat
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
@@ -67,7 +78,12 @@ def project(root: Path, files: int) -> None:
         (root / f"notes_{j}.txt").write_text(f"notes of agent {j}\nstatus: new\n")
     # The notebook the user has open in JupyterLab.
     nb = nbformat.v4.new_notebook()
-    nb.cells = [nbformat.v4.new_code_cell(f"compute_{n}([1, 2, 3])") for n in range(20)]
+    nb.metadata["kernelspec"] = {
+        "name": "python3",
+        "display_name": "Python 3",
+        "language": "python",
+    }
+    nb.cells = [nbformat.v4.new_code_cell(f"sum(range({n} * 1000))") for n in range(20)]
     nbformat.write(nb, root / "user.ipynb")
     git = ["git", "-C", str(root), "-c", "user.name=bench", "-c", "user.email=bench@example.org"]
     subprocess.run([*git, "init", "-q", "-b", "main"], check=True)
@@ -75,17 +91,68 @@ def project(root: Path, files: int) -> None:
     subprocess.run([*git, "commit", "-q", "-m", "A project to work on"], check=True)
 
 
+def _cpu_of(pid: int) -> float:
+    """CPU seconds (user + system) process ``pid`` has used; 0 once it is gone."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return 0.0
+    fields = stat[stat.rfind(")") + 2 :].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _below(pid: int) -> set[int]:
+    """Every live process below ``pid``, from /proc."""
+    children: dict[int, list[int]] = defaultdict(list)
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            children[int(stat[stat.rfind(")") + 2 :].split()[1])].append(int(entry.name))
+    found, todo = set(), [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            if child not in found:
+                found.add(child)
+                todo.append(child)
+    return found
+
+
+def cpu_use(server_pid: int) -> dict[str, float]:
+    """CPU seconds so far of the server, of its children (kernels, workers: those alive now),
+    of this process (every agent's and the user's client) and of its children (the browser)."""
+    servers = _below(server_pid)
+    browser = _below(os.getpid()) - servers - {server_pid}
+    return {
+        "the server": _cpu_of(server_pid),
+        "its kernels and workers": sum(_cpu_of(p) for p in servers),
+        "the agents' clients (this process)": sum(os.times()[:2]),
+        "the browser": sum(_cpu_of(p) for p in browser),
+    }
+
+
 class Tally:
-    """Milliseconds per tool, errors and their first messages."""
+    """Milliseconds per tool, errors and their first messages, the calls under way."""
 
     def __init__(self) -> None:
         self.samples: dict[str, list[float]] = defaultdict(list)
         self.errors: dict[str, int] = defaultdict(int)
         self.messages: list[str] = []
+        #: The calls under way: (agent, tool) and when each started.
+        self.under_way: dict[int, tuple[str, str, float]] = {}
+        #: Agents whose client ended with an error (the SDK's transport failing, say).
+        self.stopped: list[str] = []
+        #: CPU seconds by whom over the load (see :func:`cpu_use`).
+        self.cpu: dict[str, float] = {}
+        self._numbers = itertools.count()
 
-    async def call(self, client: Client, tool: str, **arguments: Any) -> Any:
+    async def call(self, who: str, client: Client, tool: str, **arguments: Any) -> Any:
         """Call ``tool`` and time it; its JSON answer, or None after an error."""
+        number = next(self._numbers)
         started = time.perf_counter()
+        self.under_way[number] = (who, tool, started)
         try:
             result = await client.call_tool(tool, arguments)
         except Exception as e:  # a failed call is counted, and the agent goes on
@@ -93,6 +160,8 @@ class Tally:
             result = None
         else:
             failure = result.content[0].text if result.is_error else None
+        finally:
+            self.under_way.pop(number, None)
         self.samples[tool].append((time.perf_counter() - started) * 1000)
         if failure is not None:
             self.errors[tool] += 1
@@ -102,10 +171,45 @@ class Tally:
         assert result is not None
         if result.structured_content is not None:
             return result.structured_content
+        text = next((c.text for c in result.content if isinstance(c, types.TextContent)), "")
         try:
-            return json.loads(result.content[0].text)
+            return json.loads(text)
         except ValueError:  # a text answer (a diff, "ok")
-            return result.content[0].text
+            return text
+
+    def long_calls(self, seconds: float) -> list[str]:
+        """The calls under way for more than ``seconds``."""
+        now = time.perf_counter()
+        return [
+            f"{who} {tool} for {now - started:.0f} s"
+            for who, tool, started in list(self.under_way.values())
+            if now - started > seconds
+        ]
+
+    async def guarded(self, who: str, agent: Any) -> None:
+        """Run ``agent``; an error that ends its client is kept (with the calls it had under
+        way), and the other agents go on."""
+        try:
+            await agent
+        except Exception as e:
+            under_way = [f"{t}" for w, t, _ in self.under_way.values() if w == who]
+            self.stopped.append(f"{who} stopped ({'; '.join(leaves(e))}); under way: {under_way}")
+
+    async def watch(self, every: float = 60) -> None:
+        """Say on stderr, every ``every`` seconds, which calls have been under way as long."""
+        while True:
+            await asyncio.sleep(every)
+            late = self.long_calls(every)
+            if late:
+                print(f"under way for over {every:.0f} s: {late[:10]}", file=sys.stderr)
+
+
+def leaves(e: BaseException) -> list[str]:
+    """The exceptions an exception group holds (or the exception), as ``Type: message``."""
+    inner = getattr(e, "exceptions", None)  # an exception group (anyio's, on Python 3.10 too)
+    if isinstance(inner, (list, tuple)):
+        return [leaf for one in inner for leaf in leaves(one)]
+    return [f"{type(e).__name__}: {e}"[:300]]
 
 
 def line_of(agent: int, cell: int) -> str:
@@ -113,28 +217,37 @@ def line_of(agent: int, cell: int) -> str:
     return f"agent {agent} cell {cell}"
 
 
+def era(agent: int) -> str:
+    """The protocol era agent ``agent`` speaks: every other one a 2025-11-25 session, the rest
+    the stateless 2026-07-28 era."""
+    return "legacy" if agent % 2 == 0 else "2026-07-28"
+
+
 async def cell_agent(
     url: str, headers: dict[str, str], agent: int, cells: int, tally: Tally, misplaced: list[str]
 ) -> None:
     """Make a notebook, then insert, run and read back ``cells`` cells in it."""
     path = f"agent_{agent}.ipynb"
+    who = f"cell agent {agent}"
     async with (
         httpx2.AsyncClient(headers=headers, timeout=600) as http,
-        Client(streamable_http_client(url, http_client=http), mode="legacy") as client,
+        Client(streamable_http_client(url, http_client=http), mode=era(agent)) as client,
     ):
-        await tally.call(client, "create_new_file_with_text", pathInProject=path, text="")
+        await tally.call(who, client, "create_new_file_with_text", pathInProject=path, text="")
         for cell in range(cells):
             wanted = line_of(agent, cell)
             inserted = await tally.call(
-                client, "insert_notebook_cell", pathInProject=path, source=f"print({wanted!r})"
+                who, client, "insert_notebook_cell", pathInProject=path, source=f"print({wanted!r})"
             )
             if inserted is None:
                 continue
             cell_id = inserted["cellId"]
             ran = await tally.call(
-                client, "execute_notebook_cells", pathInProject=path, cellIds=[cell_id]
+                who, client, "execute_notebook_cells", pathInProject=path, cellIds=[cell_id]
             )
-            read = await tally.call(client, "get_notebook_cell", pathInProject=path, cellId=cell_id)
+            read = await tally.call(
+                who, client, "get_notebook_cell", pathInProject=path, cellId=cell_id
+            )
             for answer, where in ((ran, "run"), (read, "read")):
                 if answer is None:
                     continue
@@ -152,6 +265,7 @@ async def other_agent(
 ) -> None:
     """Turn through file, search and git calls until ``done``."""
     own = f"notes_{agent}.txt"
+    who = f"agent {agent}"
     steps: list[tuple[str, dict[str, Any]]] = [
         ("get_file_text_by_path", {"pathInProject": own}),
         ("append_file_content", {"pathInProject": own, "text": "another line\n"}),
@@ -168,12 +282,12 @@ async def other_agent(
     ]
     async with (
         httpx2.AsyncClient(headers=headers, timeout=600) as http,
-        Client(streamable_http_client(url, http_client=http), mode="legacy") as client,
+        Client(streamable_http_client(url, http_client=http), mode=era(agent)) as client,
     ):
         for tool, arguments in itertools.cycle(steps):
             if done.is_set():
                 return
-            await tally.call(client, tool, **arguments)
+            await tally.call(who, client, tool, **arguments)
 
 
 USER_REQUESTS = {
@@ -196,39 +310,197 @@ async def the_user(base: str, headers: dict[str, str], stop: asyncio.Event) -> d
                 response = await http.get(f"{base}/{path}")
                 elapsed = (time.perf_counter() - started) * 1000
                 samples[label].append(elapsed if response.status_code == 200 else -1.0)
+                if response.status_code != 200 and len(USER_FAILURES) < 5:
+                    USER_FAILURES.append(f"{label}: {response.status_code} {response.text[:300]}")
             await asyncio.sleep(0.2)
     return samples
 
 
-async def idle(base: str, headers: dict[str, str], seconds: float) -> dict[str, list]:
+#: The first failed requests of the user, what the server answered.
+USER_FAILURES: list[str] = []
+
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking"]
+#: The window's figure that is no request: the user runs their notebook's first cell.
+USER_RUN = "user runs a cell: Shift+Enter to [n]"
+FIRST_PROMPT = ".jp-Notebook .jp-CodeCell .jp-InputPrompt"
+FIRST_EDITOR = ".jp-Notebook .jp-CodeCell .cm-content"
+
+
+class LabWindow:
+    """A real JupyterLab window in headless Chromium, the user's notebook open in it (its
+    kernel started by JupyterLab): the milliseconds of every request the window makes (its
+    own polls and saves, the file browser the user refreshes, the cells the user runs), by
+    phase. Requests are grouped by method and route (``GET api/contents``)."""
+
+    def __init__(self, base: str) -> None:
+        self.base = base
+        #: "idle" or "load" while a phase is measured; None between them (nothing kept).
+        self.phase: str | None = None
+        self.samples: dict[str, dict[str, list[float]]] = {
+            "idle": defaultdict(list),
+            "load": defaultdict(list),
+        }
+        self.errors: list[str] = []
+        self.page: Any = None
+
+    def route(self, method: str, url: str) -> str:
+        path = url.split("?", 1)[0].removeprefix(self.base).strip("/")
+        parts = path.split("/")
+        if parts[0] in ("api", "mcp"):
+            # The root folder's listing apart from a named file's or folder's contents.
+            parts = parts[:2] + (["…"] if len(parts) > 2 and parts[2] else [])
+        elif parts[:2] == ["lab", "api"]:
+            parts = parts[:3]
+        else:
+            parts = parts[:1]
+        return f"{method} {'/'.join(parts)}"
+
+    def _finished(self, request: Any) -> None:
+        if self.phase is None or request.resource_type not in ("fetch", "xhr"):
+            return
+        ended = request.timing.get("responseEnd", -1)
+        if ended >= 0:
+            self.samples[self.phase][self.route(request.method, request.url)].append(ended)
+
+    def _failed(self, request: Any) -> None:
+        if self.phase is not None and request.resource_type in ("fetch", "xhr"):
+            self.errors.append(f"{self.route(request.method, request.url)}: {request.failure}")
+
+    def _answered(self, response: Any) -> None:
+        if self.phase is not None and response.status >= 500:
+            self.errors.append(
+                f"{self.route(response.request.method, response.url)}: {response.status}"
+            )
+
+    async def open(self, browser: Any, token: str) -> None:
+        page = self.page = await browser.new_page(viewport={"width": 1400, "height": 900})
+        page.on("requestfinished", self._finished)
+        page.on("requestfailed", self._failed)
+        page.on("response", self._answered)
+        await page.goto(f"{self.base}/lab/tree/user.ipynb?token={token}")
+        await page.wait_for_selector(".jp-MCP-status", timeout=180_000)
+        await page.wait_for_selector(FIRST_PROMPT, timeout=180_000)
+        # The kernel is up before anything counts. A key pressed while JupyterLab still sets
+        # the notebook up (its shared document arriving) can go nowhere: pressed again.
+        deadline = time.monotonic() + 180
+        while True:
+            try:
+                await self.run_first_cell(timeout=30_000)
+                return
+            except Exception:
+                if time.monotonic() > deadline:
+                    raise
+
+    async def run_first_cell(self, timeout: float = 120_000) -> float:
+        """Shift+Enter in the notebook's first cell, as the user types it; the milliseconds
+        until its prompt shows the new execution count."""
+        page = self.page
+        before = (await page.locator(FIRST_PROMPT).first.inner_text()).strip()
+        await page.locator(FIRST_EDITOR).first.click()
+        started = time.perf_counter()
+        await page.keyboard.press("Shift+Enter")
+        # Looked up afresh at each check: JupyterLab may render the cell again meanwhile.
+        await page.wait_for_function(
+            """([selector, before]) => {
+                const prompt = document.querySelector(selector);
+                const text = prompt ? prompt.innerText.trim() : '';
+                return text !== before && /\\[\\d+\\]/.test(text);
+            }""",
+            arg=[FIRST_PROMPT, before],
+            timeout=timeout,
+        )
+        return (time.perf_counter() - started) * 1000
+
+    async def use(self, phase: str, stop: asyncio.Event) -> None:
+        """The user at the window until ``stop``: every two seconds the file browser is
+        refreshed and the first cell run (its time counted beside the requests)."""
+        self.phase = phase
+        refresh = self.page.locator('[data-command="filebrowser:refresh"]').first
+        try:
+            while not stop.is_set():
+                await refresh.click()
+                try:
+                    ran = await self.run_first_cell()
+                except Exception as e:  # a cell that never ends is counted, and the user goes on
+                    self.errors.append(f"{USER_RUN}: {type(e).__name__}: {e}"[:300])
+                else:
+                    self.samples[phase][USER_RUN].append(ran)
+                await asyncio.sleep(2)
+        finally:
+            self.phase = None
+
+
+async def idle(
+    base: str, headers: dict[str, str], seconds: float, window: LabWindow | None
+) -> dict[str, list]:
     stop = asyncio.Event()
     asyncio.get_running_loop().call_later(seconds, stop.set)
-    return await the_user(base, headers, stop)
+    if window is None:
+        return await the_user(base, headers, stop)
+    user, _ = await asyncio.gather(the_user(base, headers, stop), window.use("idle", stop))
+    return user
 
 
 async def loaded(
-    base: str, headers: dict[str, str], args: argparse.Namespace
+    base: str,
+    headers: dict[str, str],
+    args: argparse.Namespace,
+    window: LabWindow | None,
+    server_pid: int,
 ) -> tuple[Tally, list[str], dict[str, list], float]:
     url = base + "/mcp"
     tally, misplaced = Tally(), []
     done, stop_user = asyncio.Event(), asyncio.Event()
     user = asyncio.create_task(the_user(base, headers, stop_user))
+    at_window = None if window is None else asyncio.create_task(window.use("load", stop_user))
     started = time.perf_counter()
+    cpu_before = cpu_use(server_pid)
     others = [
-        asyncio.create_task(other_agent(url, headers, j, done, tally))
+        asyncio.create_task(tally.guarded(f"agent {j}", other_agent(url, headers, j, done, tally)))
         for j in range(args.other_agents)
     ]
+    watch = asyncio.create_task(tally.watch())
     await asyncio.gather(
         *(
-            cell_agent(url, headers, i, args.cells, tally, misplaced)
+            tally.guarded(
+                f"cell agent {i}", cell_agent(url, headers, i, args.cells, tally, misplaced)
+            )
             for i in range(args.cell_agents)
         )
     )
+    watch.cancel()
     elapsed = time.perf_counter() - started
     done.set()
     await asyncio.gather(*others)
+    # Kernels started during the load count from zero: all of theirs is the load's.
+    tally.cpu = {k: v - cpu_before[k] for k, v in cpu_use(server_pid).items()}
     stop_user.set()
+    if at_window is not None:
+        await at_window
     return tally, misplaced, await user, elapsed
+
+
+async def measure(
+    base: str, token: str, args: argparse.Namespace, server_pid: int
+) -> tuple[dict[str, list], Tally, list[str], dict[str, list], float, LabWindow | None]:
+    """Both phases, the user's window open through both (unless ``--no-window``)."""
+    headers = {"Authorization": f"token {token}"}
+    if args.no_window:
+        quiet = await idle(base, headers, args.idle, None)
+        return (quiet, *await loaded(base, headers, args, None, server_pid), None)
+    from playwright.async_api import async_playwright
+
+    async with async_playwright() as playwright:
+        browser = await playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            window = LabWindow(base)
+            await window.open(browser, token)
+            quiet = await idle(base, headers, args.idle, window)
+            return (quiet, *await loaded(base, headers, args, window, server_pid), window)
+        finally:
+            await browser.close()
 
 
 def saved(path: Path, cells: int) -> list[Any]:
@@ -285,6 +557,11 @@ def main() -> None:
         help="turn jupyter-collaboration off (on when installed: notebooks change through "
         "the server's shared documents)",
     )
+    parser.add_argument(
+        "--no-window",
+        action="store_true",
+        help="no JupyterLab window in Chromium (the user's scripted requests only)",
+    )
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -294,19 +571,26 @@ def main() -> None:
         collaboration = not args.no_collaboration and bool(find_spec("jupyter_server_ydoc"))
         off = {"jupyter_server_ydoc": False} if args.no_collaboration else {}
         with jupyter_server(root, extensions=off) as server:
-            headers = {"Authorization": f"token {server.token}"}
             time.sleep(args.settle)  # the warm start (workers, the project's index) first
-            quiet = asyncio.run(idle(server.url, headers, args.idle))
-            tally, misplaced, busy, elapsed = asyncio.run(loaded(server.url, headers, args))
+            quiet, tally, misplaced, busy, elapsed, window = asyncio.run(
+                measure(server.url, server.token, args, server.proc.pid)
+            )
             checked, wrong = in_files(root, args.cell_agents, args.cells)
 
     load = os.getloadavg()[0]
+    agents = args.cell_agents + args.other_agents
+    legacy = sum(1 for i in range(args.cell_agents) if era(i) == "legacy") + sum(
+        1 for j in range(args.other_agents) if era(j) == "legacy"
+    )
     print(
         f"{args.cell_agents} agents x {args.cells} cells (each its own notebook and kernel) and "
         f"{args.other_agents} agents on files, search and git, in {elapsed:.0f} s; "
+        f"{legacy} of the {agents} on 2025-11-25 sessions, the others on 2026-07-28; "
         f"jupyter-collaboration {'on' if collaboration else 'off'} "
         f"(load average {load:.1f} on {os.cpu_count()} cores)"
     )
+    used = ", ".join(f"{who} {seconds:.0f} s" for who, seconds in tally.cpu.items())
+    print(f"CPU over the load ({elapsed:.0f} s on {os.cpu_count()} cores): {used}")
     print(f"{'tool':<30} {'calls':>6} {'errors':>6} {'p50 ms':>8} {'p99 ms':>8}")
     for tool, samples in sorted(tally.samples.items()):
         print(f"{tool:<30} {len(samples):>6} {tally.errors[tool]:>6} {p50_p99(samples)}")
@@ -317,14 +601,33 @@ def main() -> None:
     for label in USER_REQUESTS:
         user_errors += sum(1 for s in busy[label] if s < 0)
         print(f"{label:<36} {p50_p99(quiet[label])} {p50_p99(busy[label])}")
+    window_errors = 0
+    if window is not None:
+        print()
+        print(
+            f"{'the JupyterLab window (ms)':<44} {'idle n':>6} {'p50':>8} {'p99':>8} "
+            f"{'load n':>6} {'p50':>8} {'p99':>8}"
+        )
+        rows = sorted(set(window.samples["idle"]) | set(window.samples["load"]))
+        for label in [USER_RUN] + [r for r in rows if r != USER_RUN]:
+            idle_ms, load_ms = window.samples["idle"][label], window.samples["load"][label]
+            print(
+                f"{label:<44} {len(idle_ms):>6} {p50_p99(idle_ms)} {len(load_ms):>6} "
+                f"{p50_p99(load_ms)}"
+            )
+        window_errors = len(window.errors)
     print()
     answers = 2 * args.cell_agents * args.cells
     print(
-        f"errors: {errors} agent calls, {user_errors} user requests (target 0); outputs in the "
-        f"wrong place: {len(misplaced)} of {answers} answers, {len(wrong)} of {checked} cells "
-        "in the files (target 0)"
+        f"errors: {errors} agent calls, {len(tally.stopped)} agents stopped, {user_errors} user "
+        f"requests, {window_errors} in the window (target 0); outputs in the wrong place: "
+        f"{len(misplaced)} of {answers} answers, {len(wrong)} of {checked} cells in the files "
+        "(target 0)"
     )
-    for message in tally.messages + misplaced[:5] + wrong[:5]:
+    shown = window.errors[:5] if window is not None else []
+    for message in (
+        tally.stopped[:5] + tally.messages + USER_FAILURES + misplaced[:5] + wrong[:5] + shown
+    ):
         print("  ", message)
 
 

@@ -20,7 +20,9 @@ from traitlets import Bool, Float, Int, List, TraitError, Unicode, Union, observ
 
 from .auth.provider import OAuthServer, OAuthSettings, OAuthUnavailable, site_for
 from .auth.store import GrantStore
+from .auth.store import default_path as default_grants_path
 from .core.context import Settings, ToolContext
+from .core.paths import is_inside, seal
 from .core.registry import Registry
 from .core.toolsets import TOOLSETS, unknown_toolsets
 from .core.version import __version__
@@ -401,6 +403,7 @@ class JupyterMCP(ExtensionApp):
         assert serverapp is not None  # jupyter_server links the extension before this call
         contents_manager = getattr(serverapp, "contents_manager", None)
         root_dir = Path(getattr(contents_manager, "root_dir", None) or serverapp.root_dir)
+        self._seal_credentials(root_dir)
         self._unserve_ids = []
         self.tool_executor = ThreadPoolExecutor(
             max_workers=self.tool_threads, thread_name_prefix="jupyter-mcp-tool"
@@ -453,6 +456,20 @@ class JupyterMCP(ExtensionApp):
         # terminal ends the process without that, and a stop can be cut short. Then this ends,
         # as the process exits, what the server started.
         atexit.register(self._end_leftovers)
+
+    def _seal_credentials(self, root_dir: Path) -> None:
+        """Seal (see core/paths.py) this server's runtime folder, where its connection file
+        with its token is, and its grants file: jupyter_core's default folders are sealed
+        anyway, these may have been configured elsewhere."""
+        runtime_dir = getattr(self.serverapp, "runtime_dir", None)
+        grants = Path(os.path.realpath(self.oauth_file or default_grants_path()))
+        # The grants file's folder and all in it (its lock, its temporary copies), unless the
+        # file was put in the project's own folder or above: then the files alone.
+        if is_inside(grants.parent, Path(os.path.realpath(root_dir))):
+            places = [grants, grants.with_name(grants.name + ".lock")]
+        else:
+            places = [grants.parent]
+        seal([p for p in (runtime_dir, *places) if p])
 
     def _serve_stable_ids(self) -> None:
         """Have the server's contents managers (the app's and the handlers') hand out the

@@ -44,17 +44,21 @@ def server_process(
     *,
     extensions: dict[str, bool] | None = None,
     env: dict[str, str] | None = None,
+    port: int | None = None,
+    token: str | None = None,
 ) -> Iterator[ServerProcess]:
     """Run ``jupyter server`` on ``root`` until the block ends, its configuration, data and
     runtime folders in ``home``; ``extensions`` are its server extensions (jupyter_mcp on),
-    ``env`` its environment (this process's, without JUPYTER_TOKEN, by default)."""
+    ``env`` its environment (this process's, without JUPYTER_TOKEN, by default). ``port`` and
+    ``token`` are chosen unless given (the same ones again: the same server restarted)."""
     config = home / "config"
     config.mkdir(parents=True, exist_ok=True)
     chosen = {"jupyter_mcp": True, **(extensions or {})}
     (config / "jupyter_server_config.json").write_text(
         json.dumps({"ServerApp": {"jpserver_extensions": chosen}})
     )
-    port, token = free_port(), secrets.token_hex(16)
+    port = free_port() if port is None else port
+    token = secrets.token_hex(16) if token is None else token
     environment = dict(os.environ if env is None else env)
     environment.pop("JUPYTER_TOKEN", None)
     environment.update(

@@ -1,13 +1,16 @@
-"""Faults: helpers and kernels that die, clients that leave, writes that fail half-way.
+"""Faults: helpers and kernels that die, clients that leave, writes that fail half-way, a full
+disk, a server restarted under its clients.
 
 Each test breaks something for real (a signal to a real process, a real disconnect, a failing
-rename or a file-size limit) and then checks that nothing was lost and the server still answers.
+rename or a file-size limit, a small tmpfs filled to its last byte, a server process stopped
+and started again) and then checks that nothing was lost and the server still answers.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import fcntl
 import json
 import os
@@ -19,20 +22,27 @@ import termios
 import textwrap
 import threading
 import time
+import urllib.request
 import uuid
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import httpx2
+import mcp_types as types
 import nbformat
 import pytest
+from mcp import Client, MCPError
+from mcp.client.streamable_http import streamable_http_client
 from process_table import processes_with
+from server_process import ServerProcess, free_port, server_process
 
 from jupyter_mcp.core.context import ToolContext
 from jupyter_mcp.core.errors import ToolError
 from jupyter_mcp.documents import files
 from jupyter_mcp.services import build_services
-from jupyter_mcp.tools.files import rewrite_file_content
+from jupyter_mcp.tools.files import create_new_file_with_text, rewrite_file_content
 
 
 def _marker() -> str:
@@ -175,6 +185,23 @@ def test_a_failing_rename_leaves_the_old_file_whole_and_no_temporary_file(
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.txt"]
 
 
+def test_a_failing_write_of_a_new_file_leaves_no_folder_it_made(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ctx = _project(tmp_path)
+    (tmp_path / "kept").mkdir()
+
+    def failing_replace(src: Any, dst: Any) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(files.os, "replace", failing_replace)
+    for where in ("new/deeper/b.txt", "kept/new/b.txt"):
+        with pytest.raises(ToolError, match="No space left on device"):
+            create_new_file_with_text(ctx, pathInProject=where, text="b\n")
+    # The folders the writes made are gone again; the one that was there stays
+    assert sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*")) == ["kept"]
+
+
 def test_a_write_cut_by_the_file_size_limit_leaves_the_old_file_whole(tmp_path: Path) -> None:
     # The write runs in a child process whose files may not grow beyond 64 KiB, as on a full
     # disk: writing the new text fails half-way.
@@ -188,7 +215,7 @@ def test_a_write_cut_by_the_file_size_limit_leaves_the_old_file_whole(tmp_path: 
         from jupyter_mcp.core.context import ToolContext
         from jupyter_mcp.core.errors import ToolError
         from jupyter_mcp.services import build_services
-        from jupyter_mcp.tools.files import rewrite_file_content
+        from jupyter_mcp.tools.files import create_new_file_with_text, rewrite_file_content
 
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a failing write, not a dead process
         resource.setrlimit(resource.RLIMIT_FSIZE, (64 * 1024, 64 * 1024))
@@ -552,3 +579,380 @@ def _quietly(call: Any, *args: Any, **kwargs: Any) -> None:
         call(*args, **kwargs)
     except Exception:  # the server goes away under this call: that is the point
         pass
+
+
+# --- a server in a process of its own, and the SDK's clients of it -------------------------
+
+
+@asynccontextmanager
+async def _sdk_client(server: ServerProcess, mode: str) -> AsyncIterator[Client]:
+    """An official SDK client of ``server``'s ``/mcp`` in ``mode`` (``legacy``: a 2025-11-25
+    session; ``2026-07-28``: the stateless era)."""
+    timeout = httpx2.Timeout(60, read=300)
+    headers = {"Authorization": f"token {server.token}"}
+    async with httpx2.AsyncClient(headers=headers, timeout=timeout) as http:
+        transport = streamable_http_client(f"{server.url}mcp", http_client=http)
+        async with Client(transport, mode=mode) as client:
+            yield client
+
+
+async def _answer(client: Client, tool: str, **arguments: Any) -> tuple[bool, Any]:
+    """``(ok, answer)`` of one call: the parsed result, or the error's text."""
+    result = await client.call_tool(tool, arguments)
+    text = "\n".join(c.text for c in result.content if isinstance(c, types.TextContent))
+    if result.is_error:
+        return False, text
+    if result.structured_content is not None:
+        return True, result.structured_content
+    try:
+        return True, json.loads(text)
+    except ValueError:
+        return True, text
+
+
+async def _good(client: Client, tool: str, **arguments: Any) -> Any:
+    ok, answer = await _answer(client, tool, **arguments)
+    assert ok, f"{tool}: {answer}"
+    return answer
+
+
+async def _refused(client: Client, tool: str, **arguments: Any) -> str:
+    ok, answer = await _answer(client, tool, **arguments)
+    assert not ok, f"{tool} succeeded: {answer}"
+    assert "failed unexpectedly" not in answer, answer
+    return str(answer)
+
+
+def _texts(cell: dict[str, Any]) -> list[str]:
+    return [o.get("text", "") for o in cell.get("outputs", [])]
+
+
+# --- a full disk -------------------------------------------------------------------------
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    """A real 1 MiB file system (tmpfs), mounted for the test and unmounted after it."""
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    try:
+        mounted = subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", "size=1m,mode=0755", "tmpfs", str(disk)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    except FileNotFoundError:
+        pytest.skip("no mount command here: a full disk needs a small tmpfs of its own")
+    if mounted.returncode != 0:
+        pytest.skip(
+            "this machine does not let the tests mount a small tmpfs (a full disk needs one): "
+            + (mounted.stderr.strip() or f"mount exited {mounted.returncode}")
+        )
+    try:
+        yield disk
+    finally:
+        subprocess.run(["umount", "-l", str(disk)], capture_output=True, timeout=60)
+
+
+def _fill(disk: Path) -> Path:
+    """Fill ``disk`` to its last byte with a file of its own (outside the project)."""
+    filler = disk / "filler"
+    fd = os.open(filler, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+    try:
+        for size in (1 << 16, 4096, 1):
+            with contextlib.suppress(OSError):
+                while True:
+                    os.write(fd, b"\0" * size)
+    finally:
+        os.close(fd)
+    with pytest.raises(OSError) as full:
+        (disk / "probe").write_bytes(b"x")
+    assert full.value.errno == errno.ENOSPC
+    (disk / "probe").unlink(missing_ok=True)
+    return filler
+
+
+def _tree(root: Path) -> dict[str, bytes | None]:
+    """Every file (its bytes) and folder (None) under ``root``."""
+    return {
+        str(p.relative_to(root)): (p.read_bytes() if p.is_file() else None)
+        for p in sorted(root.rglob("*"))
+    }
+
+
+async def test_a_full_disk_refuses_writes_and_saves_clearly_and_leaves_every_file_whole(
+    tmp_path: Path, small_disk: Path
+) -> None:
+    root = small_disk / "project"
+    root.mkdir()
+    (root / "a.txt").write_text("the old text\n" * 200)
+    nb = nbformat_v4_notebook()
+    nb["cells"] = [
+        nbformat.v4.new_code_cell("print('first')", id="c0"),
+        nbformat.v4.new_code_cell("print('second ' * 100)", id="c1"),
+    ]
+    (root / "n.ipynb").write_text(nbformat.writes(nbformat.from_dict(nb)))
+    # File mode: no shared documents, the notebook is changed in its file.
+    with server_process(
+        tmp_path / "home", root, extensions={"jupyter_server_ydoc": False}
+    ) as server:
+        async with _sdk_client(server, "legacy") as client:
+            ran = await _good(
+                client, "execute_notebook_cells", pathInProject="n.ipynb", cellIds=["c0"]
+            )
+            assert ran["status"] == "ok", ran
+            before = _tree(root)
+            # When the disk is full
+            filler = _fill(small_disk)
+            # Then every write says so, and nothing in the project changed
+            message = await _refused(
+                client, "rewrite_file_content", pathInProject="a.txt", text="the new text\n" * 400
+            )
+            assert "No space left on device" in message and "a.txt" in message, message
+            message = await _refused(
+                client, "create_new_file_with_text", pathInProject="new/b.txt", text="b\n" * 100
+            )
+            assert "No space left on device" in message, message
+            message = await _refused(
+                client, "append_file_content", pathInProject="a.txt", text="more\n" * 100
+            )
+            assert "No space left on device" in message, message
+            message = await _refused(
+                client,
+                "edit_notebook_cell",
+                pathInProject="n.ipynb",
+                cellId="c0",
+                source="print('changed')",
+            )
+            assert "No space left on device" in message and "n.ipynb" in message, message
+            assert _tree(root) == before
+            # A run still runs, and its answer has its outputs and says they are not saved
+            ran = await _good(
+                client, "execute_notebook_cells", pathInProject="n.ipynb", cellIds=["c1"]
+            )
+            assert ran["status"] == "ok", ran
+            assert [_texts(c) for c in ran["cells"]] == [["second " * 100 + "\n"]], ran
+            assert "No space left on device" in ran["notebookError"], ran
+            assert "they are in this answer" in ran["notebookError"], ran
+            assert _tree(root) == before
+            nbformat.validate(nbformat.read(root / "n.ipynb", as_version=4))
+            # And once there is space again, everything works as before
+            filler.unlink()
+            await _good(
+                client, "rewrite_file_content", pathInProject="a.txt", text="the new text\n" * 400
+            )
+            assert (root / "a.txt").read_text() == "the new text\n" * 400
+            await _good(client, "create_new_file_with_text", pathInProject="new/b.txt", text="b\n")
+            assert (root / "new" / "b.txt").read_text() == "b\n"
+            await _good(
+                client,
+                "edit_notebook_cell",
+                pathInProject="n.ipynb",
+                cellId="c0",
+                source="print('changed')",
+            )
+            ran = await _good(client, "execute_notebook_cells", pathInProject="n.ipynb")
+            assert ran["status"] == "ok", ran
+            saved = nbformat.read(root / "n.ipynb", as_version=4)
+            nbformat.validate(saved)
+            assert [_texts(c) for c in saved.cells] == [["changed\n"], ["second " * 100 + "\n"]]
+            assert sorted(p.name for p in root.iterdir()) == ["a.txt", "n.ipynb", "new"]
+
+
+# --- the server restarted under a connected client -----------------------------------------
+
+#: Longest a client's call may take before the test calls it a hang (a busy machine included).
+HANG = 120
+
+
+@pytest.mark.parametrize("mode", ["legacy", "2026-07-28"])
+async def test_a_server_restarted_under_a_client_answers_its_next_call_without_a_hang(
+    tmp_path: Path, mode: str
+) -> None:
+    # The client calls again once the new server listens: while none does, the SDK's client
+    # itself ends on the refused connection (its transport's task group fails), whatever the
+    # server would do.
+    root = tmp_path / "project"
+    root.mkdir()
+    (root / "a.txt").write_text("before\n")
+    home = tmp_path / "home"
+    port, token = free_port(), uuid.uuid4().hex
+    with contextlib.ExitStack() as servers:
+        first = contextlib.ExitStack()
+        servers.callback(first.close)
+        server = first.enter_context(server_process(home, root, port=port, token=token))
+        async with _sdk_client(server, mode) as client:
+            read = await _good(client, "get_file_text_by_path", pathInProject="a.txt")
+            assert read["content"] == "before\n"
+            # When the server stops under the connected client and a new one starts on the
+            # same address (its session, if it had one, gone with the old process)
+            await asyncio.to_thread(first.close)
+            (root / "a.txt").write_text("after\n")
+            again = await asyncio.to_thread(
+                servers.enter_context, server_process(home, root, port=port, token=token)
+            )
+            # Then the client's next call is answered: by the new server, or with a clean error
+            try:
+                answered = await asyncio.wait_for(
+                    _answer(client, "get_file_text_by_path", pathInProject="a.txt"), HANG
+                )
+            except TimeoutError:
+                pytest.fail(f"the {mode} client's call hung on the restarted server")
+            except MCPError as e:  # a clean error: the session is gone with the server
+                assert mode == "legacy", f"a stateless client failed: {e!r}"
+                assert "Session not found" in str(e), e
+                answered = None
+            if answered is not None:
+                assert answered == (True, {**read, "content": "after\n"}), answered
+            # And a new session works (the old client's goodbye, on leaving, is bounded by its
+            # HTTP timeouts)
+            async with _sdk_client(again, mode) as fresh:
+                read = await _good(fresh, "get_file_text_by_path", pathInProject="a.txt")
+                assert read["content"] == "after\n"
+
+
+# --- a kernel killed by the OOM killer's signal under load --------------------------------
+
+
+def _kernel_pid(server: ServerProcess, path: str) -> int:
+    """The process of the kernel that the server's session for ``path`` holds."""
+    request = urllib.request.Request(
+        f"{server.url}api/sessions", headers={"Authorization": f"token {server.token}"}
+    )
+    with urllib.request.urlopen(request, timeout=60) as response:
+        sessions = json.loads(response.read())
+    (kernel_id,) = [s["kernel"]["id"] for s in sessions if s["path"] == path]
+    pids = [
+        int(entry.name)
+        for entry in Path("/proc").iterdir()
+        if entry.name.isdigit() and f"kernel-{kernel_id}.json" in _command_line(int(entry.name))
+    ]
+    assert len(pids) == 1, pids
+    return pids[0]
+
+
+async def _steady_runs(
+    client: Client, path: str, tag: str, stop: asyncio.Event, done: list[str]
+) -> None:
+    """Insert, run and read back cells in ``path`` until ``stop``: each must show its own line."""
+    n = 0
+    while not stop.is_set():
+        wanted = f"{tag} {n}"
+        inserted = await _good(
+            client, "insert_notebook_cell", pathInProject=path, source=f"print({wanted!r})"
+        )
+        ran = await _good(
+            client, "execute_notebook_cells", pathInProject=path, cellIds=[inserted["cellId"]]
+        )
+        assert ran["status"] == "ok", ran
+        assert [_texts(c) for c in ran["cells"]] == [[wanted + "\n"]], ran
+        done.append(wanted)
+        n += 1
+
+
+async def test_a_kernel_killed_mid_run_under_load_says_so_and_other_notebooks_go_on(
+    tmp_path: Path,
+) -> None:
+    root = tmp_path / "project"
+    root.mkdir()
+    for name in ("dies", "left", "right"):
+        nb = nbformat_v4_notebook()
+        (root / f"{name}.ipynb").write_text(nbformat.writes(nbformat.from_dict(nb)))
+    with server_process(
+        tmp_path / "home", root, extensions={"jupyter_server_ydoc": False}
+    ) as server:
+        async with (
+            _sdk_client(server, "legacy") as victim,
+            _sdk_client(server, "legacy") as left,
+            _sdk_client(server, "2026-07-28") as right,
+        ):
+            stop = asyncio.Event()
+            done: dict[str, list[str]] = {"left": [], "right": []}
+            others = [
+                asyncio.ensure_future(_steady_runs(c, f"{tag}.ipynb", tag, stop, done[tag]))
+                for c, tag in ((left, "left"), (right, "right"))
+            ]
+
+            def broke() -> bool:
+                return any(t.done() for t in others)
+
+            set_up = await _good(
+                victim, "insert_notebook_cell", pathInProject="dies.ipynb", source="before = 1"
+            )
+            await _good(
+                victim,
+                "execute_notebook_cells",
+                pathInProject="dies.ipynb",
+                cellIds=[set_up["cellId"]],
+            )
+            long = await _good(
+                victim,
+                "insert_notebook_cell",
+                pathInProject="dies.ipynb",
+                source="import time\nprint('started', flush=True)\ntime.sleep(600)",
+            )
+            running = asyncio.ensure_future(
+                _answer(
+                    victim,
+                    "execute_notebook_cells",
+                    pathInProject="dies.ipynb",
+                    cellIds=[long["cellId"]],
+                )
+            )
+
+            def started() -> bool:
+                with contextlib.suppress(Exception):
+                    cells = nbformat.read(root / "dies.ipynb", as_version=4).cells
+                    return any("started\n" in _texts(c) for c in cells)
+                return False
+
+            assert await _until(started, HANG), "the long cell did not start"
+            assert await _until(lambda: broke() or all(len(d) >= 2 for d in done.values()), HANG), (
+                "the other notebooks did not run"
+            )
+            assert not broke(), [t.result() for t in others if t.done()]
+            # When the kernel is killed as the OOM killer kills it, while the others run cells
+            killed_at = {tag: len(d) for tag, d in done.items()}
+            os.kill(_kernel_pid(server, "dies.ipynb"), signal.SIGKILL)
+            # Then the run answers that the kernel died, with what it printed
+            ok, ran = await asyncio.wait_for(running, HANG)
+            assert ok, ran
+            assert ran["status"] == "error", ran
+            assert "kernel died" in ran["error"], ran
+            assert [(c["cellId"], c["status"]) for c in ran["cells"]] == [(long["cellId"], "died")]
+            assert _texts(ran["cells"][0]) == ["started\n"]
+            # The notebook is still a valid notebook, with that cell's output kept
+            saved = nbformat.read(root / "dies.ipynb", as_version=4)
+            nbformat.validate(saved)
+            assert _texts(saved.cells[1]) == ["started\n"]
+            # And the next run works, in a restarted kernel (the variables are gone)
+            again = await _good(
+                victim, "insert_notebook_cell", pathInProject="dies.ipynb", source="print('again')"
+            )
+            ran = await asyncio.wait_for(
+                _good(
+                    victim,
+                    "execute_notebook_cells",
+                    pathInProject="dies.ipynb",
+                    cellIds=[again["cellId"]],
+                ),
+                HANG,
+            )
+            assert ran["status"] == "ok", ran
+            assert [_texts(c) for c in ran["cells"]] == [["again\n"]]
+            gone = await _good(
+                victim, "execute_code_in_kernel", pathInProject="dies.ipynb", code="before"
+            )
+            assert gone["outputs"][0]["ename"] == "NameError", gone
+            # The other notebooks' runs went on throughout, each output in its own notebook
+            assert await _until(
+                lambda: broke() or all(len(d) >= killed_at[tag] + 3 for tag, d in done.items()),
+                HANG,
+            ), {tag: (killed_at[tag], len(d)) for tag, d in done.items()}
+            assert not broke(), [t.result() for t in others if t.done()]
+            stop.set()
+            await asyncio.wait_for(asyncio.gather(*others), HANG)
+            for tag, lines in done.items():
+                cells = nbformat.read(root / f"{tag}.ipynb", as_version=4).cells
+                assert [_texts(c) for c in cells] == [[line + "\n"] for line in lines]

@@ -67,22 +67,77 @@ async def run_asgi(handler: APIHandler, app: ASGIApp) -> None:
     await serve_asgi(handler, app, headers=headers, disconnected=asyncio.Event())
 
 
-def with_issuer(app: ASGIApp, issuer: str) -> ASGIApp:
-    """``app`` with ``iss`` added to the error redirects it sends back to a client (RFC 9207:
-    a client checks ``iss`` on every authorization response, errors included)."""
+def errors_as_page(app: ASGIApp, issuer: str) -> ASGIApp:
+    """``app`` (the SDK's authorization endpoint) with its error redirects turned into a page.
+
+    Once the client and its redirect URI are known, the SDK sends errors (an unknown scope, no
+    PKCE, a foreign resource) back to the client with a redirect. Nobody has logged in at
+    that point, and anyone can register a client with any https redirect URI, so that would
+    make this server an open redirector (RFC 9700 §4.11.2): a link on the lab's or hub's
+    domain that lands the user on any site. The error is shown instead, with its RFC code and
+    description, and a link back to the client that the user may follow; the link carries
+    ``iss`` (RFC 9207: a client checks it on error responses too).
+    """
 
     async def wrapped(scope: dict[str, Any], receive: Any, send: Any) -> None:
-        async def send_with_issuer(message: dict[str, Any]) -> None:
+        refused: list[dict[str, str]] = []
+
+        async def send_page(message: dict[str, Any]) -> None:
             if message["type"] == "http.response.start" and message["status"] in (302, 303):
-                message = {
-                    **message,
-                    "headers": [_add_issuer(h, issuer) for h in message["headers"]],
-                }
+                location = _error_location(message["headers"], issuer)
+                if location is not None:
+                    refused.append(location)
+                    return
+            if refused and message["type"] == "http.response.body":
+                if message.get("more_body"):
+                    return
+                page = _TEMPLATES.get_template("authorize_error.html").render(**refused[0])
+                body = page.encode("utf-8")
+                await send(
+                    {
+                        "type": "http.response.start",
+                        "status": 400,
+                        "headers": [
+                            (b"content-type", b"text/html; charset=UTF-8"),
+                            (b"content-length", str(len(body)).encode()),
+                            (b"cache-control", b"no-store"),
+                            (b"x-frame-options", b"DENY"),
+                            (b"referrer-policy", b"no-referrer"),
+                            (
+                                b"content-security-policy",
+                                b"default-src 'none'; style-src 'unsafe-inline'; "
+                                b"frame-ancestors 'none'; base-uri 'none'; form-action 'none'",
+                            ),
+                        ],
+                    }
+                )
+                await send({"type": "http.response.body", "body": body})
+                return
             await send(message)
 
-        await app(scope, receive, send_with_issuer)
+        await app(scope, receive, send_page)
 
     return wrapped
+
+
+def _error_location(headers: list[tuple[bytes, bytes]], issuer: str) -> dict[str, str] | None:
+    """What the error page of an error redirect shows (None for a redirect that is no error:
+    the one to the consent page)."""
+    for header in headers:
+        if header[0].lower() != b"location":
+            continue
+        location = _add_issuer(header, issuer)[1].decode("latin-1")
+        parts = urlsplit(location)
+        query = dict(parse_qsl(parts.query, keep_blank_values=True))
+        if "error" not in query:
+            return None
+        return {
+            "error": query["error"],
+            "description": query.get("error_description", ""),
+            "back": location,
+            "client_host": parts.netloc or parts.scheme,
+        }
+    return None
 
 
 def _add_issuer(header: tuple[bytes, bytes], issuer: str) -> tuple[bytes, bytes]:
@@ -194,7 +249,8 @@ class AuthorizationServerMetadataHandler(OAuthEndpointHandler):
 class AuthorizeHandler(OAuthEndpointHandler):
     """``mcp/oauth/authorize``: the SDK checks the request and sends the browser on to the
     consent page. A client metadata URL is fetched first, so that a bad one is answered with
-    what is wrong with it (and never with a redirect to a URI of a client nobody knows)."""
+    what is wrong with it (and never with a redirect to a URI of a client nobody knows); any
+    other refusal is a page too, never a redirect (see :func:`errors_as_page`)."""
 
     methods = ("GET", "POST")
 
@@ -210,7 +266,7 @@ class AuthorizeHandler(OAuthEndpointHandler):
                 oauth_error(self, 400, "invalid_client", str(e))
                 return
         site = self.site
-        app = with_issuer(
+        app = errors_as_page(
             cors_middleware(self.endpoint(), list(self.methods)), self.oauth.issuer_string(site)
         )
         await run_asgi(self, app)

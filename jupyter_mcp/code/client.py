@@ -27,7 +27,7 @@ from ..core.paths import is_inside
 from ..core.worker import WorkerFailed, WorkerProcess, WorkerTimeout
 from ..documents.facts import NOTEBOOK_SUFFIX, Stamp, is_notebook, stamp_of_stat
 from ..documents.files import read_notebook_and_view, read_text, transaction
-from ..documents.notebook_format import notebook_language, source_text
+from ..documents.notebook_format import notebook_language, parsed_file, source_text
 from ..documents.notebook_view import cell_marker_lines, view_of
 from ..project.walk import iter_project_files
 from .engine import PYTHON_SUFFIXES, WARM, Changes, Delta, Source
@@ -134,10 +134,16 @@ class ProjectFiles:
 
     @staticmethod
     def _view(path: Path, st: os.stat_result) -> str | None:
+        stamp = stamp_of_stat(st)
+
+        def load() -> str:
+            return path.read_bytes().decode("utf-8")
+
         try:
-            return view_of(
-                path, stamp_of_stat(st), lambda: path.read_bytes().decode("utf-8"), path.name
-            )
+            language = notebook_language(parsed_file(path, stamp, load, path.name).nb)
+            if language and language.lower() != "python":
+                return None  # an R or bash notebook's cells are not Python: no part either
+            return view_of(path, stamp, load, path.name)
         except (OSError, UnicodeDecodeError, ToolError):
             return None  # an unreadable notebook simply takes no part
 

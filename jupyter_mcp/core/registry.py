@@ -315,6 +315,19 @@ class CallResult:
         return self.window is not None and self.window[1] < self.total_length
 
 
+def summarize_arguments(arguments: dict[str, Any], *, limit: int) -> str:
+    """``key=value`` pairs with each value cut to ``limit`` characters, for people to read."""
+    parts = []
+    for key, value in arguments.items():
+        if isinstance(value, str) and len(value) > limit:
+            value = value[:limit]  # never serialise a whole file's text just to cut it
+        text = json.dumps(value, ensure_ascii=False)
+        if len(text) > limit:
+            text = text[: limit - 1] + "…"
+        parts.append(f"{key}={text}")
+    return ", ".join(parts)
+
+
 def result_text(value: Any) -> str:
     """The text form of a result: strings as they are, anything else as JSON."""
     if isinstance(value, str):

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import ToolError
+from .paths import worker_environment
 
 log = logging.getLogger("jupyter_mcp.core.worker")
 
@@ -139,7 +140,8 @@ class WorkerProcess:
         self._stop()
         # The child imports this very package, wherever the server imported it from.
         package_parent = str(Path(__file__).resolve().parent.parent)
-        env = dict(os.environ)
+        # The child seals what the server seals (see core/paths.py).
+        env = {**os.environ, **worker_environment()}
         env["PYTHONPATH"] = os.pathsep.join(p for p in (package_parent, env.get("PYTHONPATH")) if p)
         try:
             proc = subprocess.Popen(

@@ -157,12 +157,16 @@ def atomic_write(path: Path, data: str | bytes) -> None:
     The file keeps its permission bits; a new one gets those the umask allows. This is the one
     function that replaces files: project files reach it only through :func:`transaction`.
     """
-    path.parent.mkdir(parents=True, exist_ok=True)
+    # The folders made for a new file go again when its write fails (a full disk): a refused
+    # write leaves the project as it was.
+    made = [parent for parent in path.parents if not parent.exists()]
     try:
-        mode = stat.S_IMODE(path.stat().st_mode)
-    except FileNotFoundError:
-        mode = 0o666 & ~_UMASK
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        mode = _mode_for(path)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    except BaseException:
+        _remove_folders(made)
+        raise
     try:
         if isinstance(data, bytes):
             with os.fdopen(fd, "wb") as f:
@@ -175,7 +179,23 @@ def atomic_write(path: Path, data: str | bytes) -> None:
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
+        _remove_folders(made)
         raise
+
+
+def _mode_for(path: Path) -> int:
+    """The permission bits ``path`` keeps when rewritten (a new file: the umask's)."""
+    try:
+        return stat.S_IMODE(path.stat().st_mode)
+    except FileNotFoundError:
+        return 0o666 & ~_UMASK
+
+
+def _remove_folders(made: list[Path]) -> None:
+    """Remove the folders of ``made`` (deepest first) that are still empty."""
+    for folder in made:
+        with contextlib.suppress(OSError):
+            folder.rmdir()
 
 
 def _guard(ctx: ToolContext, path: Path) -> None:

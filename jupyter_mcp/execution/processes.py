@@ -11,11 +11,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
+import logging
 import os
 import signal
 import sys
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -30,6 +31,12 @@ MAX_TIMEOUT_MS = 600_000
 DRAIN_GRACE = 1.0
 #: After SIGTERM, how long the group has before SIGKILL (seconds).
 KILL_GRACE = 2.0
+#: Bytes of a command's latest output kept for its progress reports.
+TAIL_BYTES = 1024
+#: Seconds between two progress reports of a running command.
+REPORT_EVERY = 1.0
+
+log = logging.getLogger(__name__)
 
 
 def iso(timestamp: float) -> str:
@@ -190,6 +197,8 @@ class _Capture:
         self.cap = cap
         self.data = bytearray()
         self.total = 0
+        #: The stream's latest bytes, kept past the cap: what a progress report shows.
+        self.tail = b""
 
     async def pump(self, stream: asyncio.StreamReader) -> None:
         while True:
@@ -197,6 +206,7 @@ class _Capture:
             if not chunk:
                 return
             self.total += len(chunk)
+            self.tail = (self.tail + chunk)[-TAIL_BYTES:]
             room = self.cap - len(self.data)
             if room > 0:
                 self.data += chunk[:room]
@@ -208,6 +218,38 @@ class _Capture:
     def text(self) -> str:
         return self.data.decode("utf-8", errors="replace").rstrip("\n")
 
+    def last_line(self) -> str:
+        """The last line the stream printed (empty before any)."""
+        lines = self.tail.decode("utf-8", errors="replace").replace("\r", "\n").split("\n")
+        return next((line.strip() for line in reversed(lines) if line.strip()), "")[:200]
+
+
+#: ``report(elapsed_seconds, message)``: what a running command is doing, for its caller.
+CommandReporter = Callable[[float, str], None]
+
+
+def command_summary(command: str, limit: int = 80) -> str:
+    """A command as a status message names it: one line, at most ``limit`` characters."""
+    line = " ".join(command.split())
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+async def _report_while_running(
+    report: CommandReporter, command: str, out: _Capture, err: _Capture
+) -> None:
+    """Every :data:`REPORT_EVERY` seconds: which command runs, for how long, its last line."""
+    started = time.monotonic()
+    shown = command_summary(command)
+    while True:
+        await asyncio.sleep(REPORT_EVERY)
+        elapsed = time.monotonic() - started
+        last = err.last_line() if err.total and not out.total else out.last_line()
+        message = f"`{shown}` running for {elapsed:.1f} s" + (f": {last}" if last else "")
+        try:
+            report(elapsed, message)
+        except Exception:  # a lost report never fails the command
+            log.debug("a command's progress report was dropped", exc_info=True)
+
 
 async def run_shell(
     command: str,
@@ -217,8 +259,11 @@ async def run_shell(
     timeout_ms: float = DEFAULT_TIMEOUT_MS,
     cap: int = OUTPUT_CAP_BYTES,
     tracker: BackgroundCommands | None = None,
+    report: CommandReporter | None = None,
 ) -> dict[str, Any]:
     """Run ``command`` in a shell and return ``{stdout, stderr, exitCode, timedOut, truncated}``.
+
+    ``report`` is told every second what runs (the command, its time, its last output line).
 
     On timeout, and when the awaiting task is cancelled, the command's whole process group is
     terminated (SIGTERM, then SIGKILL). Processes the command leaves running in its group once
@@ -249,6 +294,11 @@ async def run_shell(
     out, err = _Capture(cap), _Capture(cap)
     assert proc.stdout is not None and proc.stderr is not None
     pumps = asyncio.gather(out.pump(proc.stdout), err.pump(proc.stderr))
+    reporting = (
+        asyncio.get_running_loop().create_task(_report_while_running(report, command, out, err))
+        if report is not None
+        else None
+    )
     timed_out = False
     try:
         try:
@@ -264,6 +314,8 @@ async def run_shell(
         # Runs on success, timeout and cancellation alike: nothing of the group survives. The
         # command stays listed until its group is gone, even when this task is cancelled again
         # while it waits (anyio's cancel scopes keep cancelling until the call has returned).
+        if reporting is not None:
+            reporting.cancel()
         await asyncio.shield(_finish(proc, pumps, tracker, activity))
     result: dict[str, Any] = {
         "stdout": out.text(),

@@ -127,6 +127,16 @@ class ProjectTerminal:
         self.last_output = time.monotonic()
         return offset
 
+    async def interrupt(self) -> bool:
+        """Ctrl-C to the job in the terminal's foreground, as the user would type it (the tty
+        signals the job's whole process group); False when none runs."""
+        term = self._current()
+        if term is None or not self.busy():
+            return False
+        await asyncio.to_thread(term.ptyproc.write, "\x03")
+        self.last_output = time.monotonic()
+        return True
+
     def busy(self) -> bool:
         """True while a job runs in the foreground of the terminal (not the shell itself)."""
         term = self._current()

@@ -37,6 +37,9 @@ class KernelClient:
     #: The kernel process the client was connected to (see managers.incarnation).
     incarnation: tuple[Any, int]
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    #: The kernel's ``kernel_info`` reply, asked right after connecting ({} if it did not
+    #: answer): its ``language_info`` is what a run writes into the notebook's metadata.
+    info: dict[str, Any] = field(default_factory=dict)
 
     #: The kernel's state as the status messages this client has read say; a new client's
     #: kernel has just answered ``kernel_info``, which it does only between cells.
@@ -112,6 +115,8 @@ class KernelClients:
                     f"The kernel {kernel_id} does not answer: {managers.describe(e)}"
                 ) from e
             kept = KernelClient(kernel_id, client, manager, managers.incarnation(manager))
+            # Just ready, the kernel is idle: its kernel_info answers at once.
+            kept.info = await managers.kernel_info(client)
             self._clients[kernel_id] = kept
             return kept
 

@@ -147,8 +147,9 @@ class DebugSession:
             if not await self._has_debugger(manager, reply["content"]):
                 name = reply["content"].get("implementation", "this kernel")
                 raise ToolError(
-                    f"The kernel of {self.shown} ({name}) has no debugger; ipykernel 6 or later "
-                    "with debugpy installed in the kernel's environment has one"
+                    f"The kernel of {self.shown} ({name}) has no debugger (its kernelspec does "
+                    "not say it has one); ipykernel 6 or later with debugpy installed in the "
+                    "kernel's environment has one, and so does xeus-python"
                 )
             self._reader = asyncio.create_task(self._read_iopub())
             self._watchdog = asyncio.create_task(self._watch_idle())
@@ -185,17 +186,24 @@ class DebugSession:
             raise
 
     async def _has_debugger(self, manager: Any, info: dict[str, Any]) -> bool:
-        """Whether the kernel says it has a debugger: in its ``kernel_info`` (protocol 5.5's
-        ``supported_features``, or the older ``debugger`` flag), or, as ipykernel 6 does (its
-        ``kernel_info`` says neither), in its kernelspec's metadata, where JupyterLab looks."""
-        if "debugger" in (info.get("supported_features") or []) or info.get("debugger"):
-            return True
+        """Whether the kernel has a debugger: its kernelspec's metadata says so (where
+        JupyterLab looks, and ipykernel 6 says it), else its ``kernel_info`` does (the older
+        ``debugger`` flag, or protocol 5.5's ``supported_features``).
+
+        ipykernel 7 lists "debugger" among the ``supported_features`` of every kernel built
+        on its Kernel class when debugpy is installed, wrapper kernels without a debugger
+        (bash_kernel) too, so that list is believed of ipykernel's own kernel only."""
         try:
             specs = await managers.kernel_specs(self.ctx.serverapp)
         except ToolError:
-            return False
+            specs = {}
         metadata = managers.spec_of(specs, manager.kernel_name).get("metadata") or {}
-        return bool(metadata.get("debugger"))
+        if isinstance(metadata, dict) and "debugger" in metadata:
+            return bool(metadata["debugger"])
+        if info.get("debugger"):
+            return True
+        features = info.get("supported_features") or []
+        return "debugger" in features and info.get("implementation") == "ipython"
 
     async def close(self, reason: str = "the session was stopped") -> dict[str, Any]:
         """End the session: nothing of the agent's stays paused; the user's debugger stays on."""
@@ -591,8 +599,15 @@ class DebugSession:
             if remaining <= 0:
                 break
             changed = self._changed
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(changed.wait(), min(remaining, ALIVE_POLL))
+            try:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(changed.wait(), min(remaining, ALIVE_POLL))
+            except asyncio.CancelledError:
+                # The caller gave up (a cancelled call or task): the agent's code that runs on
+                # is stopped as a cancelled execute_notebook_cells is, the kernel interrupted.
+                if run is not None and not run.done and self.stopped is None:
+                    await asyncio.shield(run.stop("interrupted"))
+                raise
         if what in ("run_cell", "continue"):
             answer: dict[str, Any] = self._run_answer(run) if run else {"state": "running"}
             answer["message"] = (

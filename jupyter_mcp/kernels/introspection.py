@@ -97,7 +97,10 @@ async def variables(
             language = await managers.kernel_language(clients.serverapp, kept.manager)
             if language and language != "python":
                 raise ToolError(
-                    f"Variables are read from Python kernels; the kernel of {shown} runs {language}"
+                    f"The kernel of {shown} ({kept.info.get('implementation') or language}) "
+                    f"cannot list its variables here: they are read from Python kernels (an "
+                    f"IPython shell's namespace), and this kernel runs {language}"
+                    + await _debugger_hint(clients.serverapp, kept.manager)
                 )
             return await execute(
                 kept.client,
@@ -134,6 +137,19 @@ async def variables(
             )
         )
     return list(listed["variables"])
+
+
+async def _debugger_hint(serverapp: Any, manager: Any) -> str:
+    """Where else to look: the debugger, for a kernel whose kernelspec says it has one (as
+    JupyterLab's debugger panel decides)."""
+    try:
+        specs = await managers.kernel_specs(serverapp)
+    except ToolError:
+        return ""
+    metadata = managers.spec_of(specs, getattr(manager, "kernel_name", None)).get("metadata")
+    if isinstance(metadata, dict) and metadata.get("debugger"):
+        return "; its debugger shows the variables of a paused cell (debug_session)"
+    return "; it has no debugger to ask either"
 
 
 def _busy(shown: str) -> ToolError:

@@ -13,7 +13,9 @@ through the functions here, so no other code asks which face it has.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import queue
 import weakref
 from collections import Counter
 from collections.abc import AsyncIterator
@@ -256,6 +258,22 @@ async def connect(client: Any, *, timeout: float = READY_TIMEOUT) -> None:
     except BaseException:
         disconnect(client)
         raise
+
+
+async def kernel_info(client: Any, *, timeout: float = 10.0) -> dict[str, Any]:
+    """The content of the kernel's ``kernel_info`` reply (its language, implementation …), or
+    {} when it does not answer in time (it started running a cell meanwhile)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    msg_id = client.kernel_info()
+    while (left := deadline - loop.time()) > 0:
+        try:
+            reply = await ensure_async(client.get_shell_msg(timeout=min(left, 1.0)))
+        except queue.Empty:
+            continue
+        if reply.get("parent_header", {}).get("msg_id") == msg_id:
+            return dict(reply.get("content") or {})
+    return {}
 
 
 def disconnect(client: Any) -> None:

@@ -239,6 +239,7 @@ class Execution:
             self._waiting = True
             async with self.clients.use(self.kernel.kernel_id) as kept:
                 self._waiting = False
+                await self._note_language(kept)
                 for step in self.steps:
                     if self.stop_reason is not None or not await self._run_step(kept, step):
                         break
@@ -317,7 +318,17 @@ class Execution:
                 self.clients.drop(self.kernel.kernel_id)
                 run.status, self.status = "died", "error"
                 where = f"cell {step.cell_id}" if step.cell_id else "the code"
-                if closed:
+                if self.stop_reason is not None and not closed:
+                    # Some kernels end on the interrupt instead of stopping the code (xeus
+                    # kernels on SIGINT, jupyter-xeus/xeus#272): the run still stopped.
+                    self.status = self.stop_reason
+                    self.error = (
+                        f"The kernel ended when it was interrupted ({self.stop_reason}) while "
+                        f"running {where}, instead of stopping the code: this kernel cannot "
+                        "be interrupted. The outputs it sent are kept; the next run uses the "
+                        "restarted kernel, whose variables are gone"
+                    )
+                elif closed:
                     self.error = (
                         f"The connection to the kernel closed while running {where} (its "
                         "gateway shut it down or went away); the outputs it sent are kept"
@@ -370,6 +381,25 @@ class Execution:
                 await asyncio.sleep(KERNEL_POLL)
         finally:
             self._waiting = False
+
+    async def _note_language(self, kept: KernelClient) -> None:
+        """Write the kernel's ``language_info`` into the notebook's metadata, as JupyterLab
+        does when a kernel connects: what it says (name, version, file extension) is what
+        nbconvert, jupytext and GitHub's renderer read a notebook's language from."""
+        info = kept.info.get("language_info")
+        if self.document is None or not isinstance(info, dict) or not info.get("name"):
+            return
+        try:
+            nb = await self.document.snapshot()
+            if (nb.get("metadata") or {}).get("language_info") == info:
+                return
+
+            def write(nb: dict[str, Any]) -> None:
+                nb.setdefault("metadata", {})["language_info"] = dict(info)
+
+            await self.document.change(write)
+        except Exception as e:  # a failure there does not stop the run
+            self.log.warning("jupyter_mcp: could not note the language of %s: %s", self.shown, e)
 
     async def _tell(self, what: str, cell_id: str | None, *args: Any) -> None:
         """Report a step to the notebook document; a failure there does not stop the run."""

@@ -20,7 +20,6 @@ from __future__ import annotations
 import asyncio
 import functools
 import itertools
-import json
 import os
 import threading
 import time
@@ -32,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..core.context import Actor, acting, running_task
 from ..core.errors import ToolError
-from ..core.registry import current_call_id
+from ..core.registry import current_call_id, summarize_arguments
 from ..documents.notebook_view import notebook_from_cells, view_of_notebook
 from .breakpoint_sync import BreakpointSync
 from .protocol import WindowRequests, check_params
@@ -633,16 +632,3 @@ class EditorBridge:
         """Send ``message`` to every connected window."""
         for window in self.windows():
             self._send_threadsafe(window, message)
-
-
-def summarize_arguments(arguments: dict[str, Any], *, limit: int) -> str:
-    """``key=value`` pairs with each value cut to ``limit`` characters, for people to read."""
-    parts = []
-    for key, value in arguments.items():
-        if isinstance(value, str) and len(value) > limit:
-            value = value[:limit]  # never serialise a whole file's text just to cut it
-        text = json.dumps(value, ensure_ascii=False)
-        if len(text) > limit:
-            text = text[: limit - 1] + "…"
-        parts.append(f"{key}={text}")
-    return ", ".join(parts)

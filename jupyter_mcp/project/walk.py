@@ -27,7 +27,7 @@ from typing import NamedTuple
 
 import pathspec
 
-from ..core.paths import is_inside
+from ..core.paths import is_inside, is_sealed, sealed_names
 
 #: Folders never walked: version control data and Jupyter's checkpoint copies.
 SKIPPED_DIRS = frozenset({".git", ".hg", ".svn", ".bzr", "_darcs", ".jj", ".ipynb_checkpoints"})
@@ -191,11 +191,16 @@ def classify(
     rules: IgnoreRules,
     *,
     skip_tool_dirs: bool = False,
+    sealed: frozenset[str] | None = None,
 ) -> Member | None:
     """What the entry ``item`` (root-relative path ``rel``) is to the project, or None when
     it is not part of it: ignored, a VCS folder, a symlinked folder, a link leading outside
-    the root or nowhere, a socket or a device. ``root`` must be a real path."""
+    the root or nowhere, a socket or a device, or a sealed place (the server's credentials,
+    see :mod:`jupyter_mcp.core.paths`; ``sealed`` is :func:`sealed_names` of ``root``, passed
+    by a caller that classifies many entries). ``root`` must be a real path."""
     name = item.name
+    if rel in (sealed_names(root) if sealed is None else sealed):
+        return None
     try:
         if item.is_dir(follow_symlinks=False):
             if name in SKIPPED_DIRS or rules.ignored(rel, True):
@@ -207,6 +212,8 @@ def classify(
             target = os.path.realpath(item.path)
             if not is_inside(root, Path(target)) or not os.path.isfile(target):
                 return None  # links out of the root, dangling links and folder links
+            if is_sealed(root, Path(target)):
+                return None
             link = True
             st = os.stat(target)
         elif item.is_file(follow_symlinks=False):
@@ -235,6 +242,7 @@ def iter_project_files(
     """
     top = Path(os.path.realpath(root))
     wanted = tuple(s.lower() for s in suffixes) if suffixes is not None else None
+    sealed = sealed_names(top)
     stack = [(str(top), "", root_rules(outer_rule_files(top)))]
     while stack:
         folder, rel, rules = stack.pop()
@@ -260,7 +268,9 @@ def iter_project_files(
                 except OSError:
                     continue
             child_rel = prefix + item.name
-            member = classify(top, item, child_rel, rules, skip_tool_dirs=skip_tool_dirs)
+            member = classify(
+                top, item, child_rel, rules, skip_tool_dirs=skip_tool_dirs, sealed=sealed
+            )
             if member is None:
                 continue
             if member.is_dir:

@@ -27,6 +27,7 @@ from typing import Any
 
 from ..core.context import Settings
 from ..core.errors import ToolError
+from ..core.paths import sealed_names
 from ..documents.facts import Stamp, is_notebook, looks_binary, stamp_of, stamp_of_stat
 from ..documents.notebook_view import view_of, view_of_json
 from ..project.events import GONE, IGNORED, Q_OVERFLOW, WATCH_MASK, open_events, pending
@@ -294,10 +295,11 @@ class ProjectIndex:
         prefix = node.rel + "/" if node.rel else ""
         seen_files: set[str] = set()
         seen_dirs: set[str] = set()
+        sealed = sealed_names(self.root)
         for item in listing:
             name = item.name
             rel = prefix + name
-            member = classify(self.root, item, rel, rules)
+            member = classify(self.root, item, rel, rules, sealed=sealed)
             if member is None:
                 continue
             if member.is_dir:

@@ -56,14 +56,7 @@ from ..prompts.catalog import PromptError, Prompts
 from ..resources.links import links_for
 from ..resources.registry import ResourceError, ResourceRegistry, Scope
 from ..resources.subscriptions import ListKind, Notice, Subscriber, SubscriptionHub
-from ..tasks.protocol import (
-    EXTENSION,
-    MISSING_EXTENSION,
-    TASK_NOTIFICATION,
-    CallOrigin,
-    TaskProtocol,
-    declares_extension,
-)
+from ..tasks.protocol import TASK_NOTIFICATION, CallOrigin, TaskProtocol
 from ..views.catalog import EXTENSION_ID, VIEW_DATA_KEY, pages_built, shows_views, view_of_tool
 from ..views.data import view_data
 from ..views.pages import ViewPages
@@ -702,7 +695,7 @@ class MCPSurface:
             ("resources", wanted.resources_list_changed),
         )
         lists = [kind for kind, on in asked if on]
-        task_ids = self._listened_tasks(rctx, wanted)
+        task_ids = self.tasks.listened(rctx.meta, wanted.model_extra)
         principal = user_principal(_user(rctx))
         meta: dict[str, Any] = {SUBSCRIPTION_ID_META_KEY: listen_id}
         session = rctx.session
@@ -773,24 +766,6 @@ class MCPSurface:
                 self.tasks.unwatch(task_id, told)
             self.hub.remove(subscriber)
         return types.SubscriptionsListenResult(_meta=meta)
-
-    @staticmethod
-    def _listened_tasks(rctx: Any, wanted: types.SubscriptionFilter) -> list[str] | None:
-        """The ``taskIds`` a ``subscriptions/listen`` asks task notifications for (the tasks
-        extension's key of the filter), each once; None when it asks for none."""
-        task_ids = (wanted.model_extra or {}).get("taskIds")
-        if task_ids is None:
-            return None
-        if not isinstance(task_ids, list) or not all(isinstance(i, str) for i in task_ids):
-            raise MCPError(types.INVALID_PARAMS, "taskIds must be an array of task ids (strings)")
-        if not declares_extension(rctx.meta):
-            raise MCPError(
-                types.MISSING_REQUIRED_CLIENT_CAPABILITY,
-                f"Missing required client capability: task notifications need the {EXTENSION} "
-                "extension declared in the request's clientCapabilities",
-                MISSING_EXTENSION,
-            )
-        return list(dict.fromkeys(task_ids))
 
     async def _list_prompts(
         self, rctx: Any, params: types.PaginatedRequestParams | None

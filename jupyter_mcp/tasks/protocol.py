@@ -480,9 +480,33 @@ class TaskProtocol:
 
     @staticmethod
     def _message(task: Task) -> str:
-        return task.message or f"{task.tool} is running"
+        """What runs now: the tool's last progress message, or, for a tool that reports none
+        (yet), the tool, what it was asked and for how long it has run."""
+        if task.message:
+            return task.message
+        asked = f" ({task.asked})" if task.asked else ""
+        return f"{task.tool}{asked} running for {time.time() - task.created:.1f} s"
 
     # -- 2026-07-28 task status notifications ------------------------------------------------
+
+    @staticmethod
+    def listened(meta: Any, extra: Mapping[str, Any] | None) -> list[str] | None:
+        """The ``taskIds`` a ``subscriptions/listen`` asks task notifications for (the
+        extension's key of the filter, among its ``extra`` keys), each once; None when it asks
+        for none. ``meta`` is the request's: it must declare the extension."""
+        task_ids = (extra or {}).get("taskIds")
+        if task_ids is None:
+            return None
+        if not isinstance(task_ids, list) or not all(isinstance(i, str) for i in task_ids):
+            raise MCPError(types.INVALID_PARAMS, "taskIds must be an array of task ids (strings)")
+        if not declares_extension(meta):
+            raise MCPError(
+                types.MISSING_REQUIRED_CLIENT_CAPABILITY,
+                f"Missing required client capability: task notifications need the {EXTENSION} "
+                "extension declared in the request's clientCapabilities",
+                MISSING_EXTENSION,
+            )
+        return list(dict.fromkeys(task_ids))
 
     def watch(self, task_id: str, principal: str | None, tell: Callable[[], None]) -> bool:
         """Call ``tell()`` when the task ``task_id`` of ``principal`` changes: its status message

@@ -24,6 +24,8 @@ from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from ..core.registry import summarize_arguments
+
 log = logging.getLogger(__name__)
 
 #: What a task is doing, as its requestor would say it: "failed" covers a protocol error, an
@@ -73,6 +75,9 @@ class Task:
     failure: str | None = None
     #: What runs now: the tool's last progress message, or how it ended.
     message: str | None = None
+    #: What it was asked, for people to read (``key=value``, each cut short): kept after the
+    #: arguments are dropped.
+    asked: str = ""
     #: True once its requestor was given the task (before, it may still answer inline).
     announced: bool = False
     #: Anything the protocol layer keeps with the task (the era and session it came from).
@@ -208,6 +213,7 @@ class TaskStore:
             arguments=dict(arguments),
             ttl=max(0.0, ttl),
             origin=origin,
+            asked=summarize_arguments(arguments, limit=60)[:300],
             _store=self,
         )
         self._tasks[task.task_id] = task

@@ -13,7 +13,7 @@ from typing import Any
 
 from ..core.context import ToolContext
 from ..core.errors import ToolError
-from ..core.paths import is_inside
+from ..core.paths import is_inside, is_sealed
 from ..core.registry import ToolSet
 from ..documents.files import edit_text, read_text, transaction
 
@@ -132,6 +132,8 @@ def list_files_in_folder(ctx: ToolContext, pathInProject: str) -> list[dict[str,
             target = Path(os.path.realpath(entry.path))
             if not is_inside(ctx.root_dir, target):
                 continue  # a link out of the project is not part of it
+            if is_sealed(ctx.root_dir, target):
+                continue  # the server's own credentials (see core/paths.py)
             kind = "directory" if target.is_dir() else "file"
             entries.append(
                 {"name": entry.name, "type": kind, "path": ctx.relative(folder / entry.name)}

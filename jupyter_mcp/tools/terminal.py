@@ -13,7 +13,7 @@ import platform
 import shlex
 from typing import Any
 
-from ..core.context import ToolContext
+from ..core.context import ToolContext, progress_reporter
 from ..core.errors import ToolError
 from ..core.paths import os_encodable
 from ..core.registry import ToolSet
@@ -21,6 +21,8 @@ from ..execution.processes import (
     DEFAULT_TIMEOUT_MS,
     MAX_TIMEOUT_MS,
     OUTPUT_CAP_BYTES,
+    REPORT_EVERY,
+    command_summary,
     run_shell,
 )
 from ..execution.terminal import TERMINAL_NAME
@@ -67,7 +69,21 @@ async def _run_visibly(ctx: ToolContext, command: str, wait_ms: float | None) ->
     await term.send(command)
     result: dict[str, Any] = {"status": "executed"}
     if wait_ms is not None:
-        finished = await term.wait_idle(wait_ms / 1000)
+        reporting = (
+            asyncio.get_running_loop().create_task(_report_terminal(ctx, command))
+            if progress_reporter.get() is not None
+            else None
+        )
+        try:
+            finished = await term.wait_idle(wait_ms / 1000)
+        except asyncio.CancelledError:
+            # The caller gave up on the command it waits for (a cancelled call or task): it is
+            # stopped as Ctrl-C in the terminal stops it, rather than left running unasked.
+            await asyncio.shield(term.interrupt())
+            raise
+        finally:
+            if reporting is not None:
+                reporting.cancel()
         answer = term.read()
         result.update(
             output=answer["output"],
@@ -76,6 +92,22 @@ async def _run_visibly(ctx: ToolContext, command: str, wait_ms: float | None) ->
             truncated=answer["truncated"],
         )
     return result
+
+
+async def _report_terminal(ctx: ToolContext, command: str) -> None:
+    """While a call waits for its terminal command: every second, the command, its time and
+    the last line the terminal printed (the progress, and a task's status message)."""
+    term = ctx.services.terminal
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    shown = command_summary(command)
+    while True:
+        await asyncio.sleep(REPORT_EVERY)
+        elapsed = loop.time() - started
+        lines = [line.strip() for line in term.read()["output"].splitlines() if line.strip()]
+        last = lines[-1][:200] if lines else ""
+        message = f"`{shown}` running in terminal {term.name} for {elapsed:.1f} s"
+        ctx.report_progress(elapsed, None, message + (f": {last}" if last else ""))
 
 
 WAIT_FOR_OUTPUT = {
@@ -206,8 +238,19 @@ async def run_command_on_background(
             or not (os_encodable(name) and os_encodable(value))
         ):
             raise ToolError(f"Invalid environment variable name or value: {name!r}")
+    report = None
+    if progress_reporter.get() is not None:
+
+        def report(elapsed: float, message: str) -> None:
+            ctx.report_progress(elapsed, None, message)
+
     return await run_shell(
-        command, cwd=workdir, env=env, timeout_ms=timeout, tracker=ctx.services.background_commands
+        command,
+        cwd=workdir,
+        env=env,
+        timeout_ms=timeout,
+        tracker=ctx.services.background_commands,
+        report=report,
     )
 
 

@@ -8,6 +8,8 @@ browser tests do that). "Changes nothing" is checked on the grants file on disk.
 
 from __future__ import annotations
 
+import html
+import re
 import time
 from typing import Any
 from urllib.parse import parse_qs, urlencode, urlsplit
@@ -44,9 +46,24 @@ async def authorize_url(server: Server, **params: str) -> httpx2.Response:
         return await http.get(f"{server.endpoint('authorize')}?{urlencode(params)}")
 
 
-def redirect_query(answer: httpx2.Response) -> dict[str, str]:
-    assert answer.status_code == 302, (answer.status_code, answer.text)
-    return {k: v[0] for k, v in parse_qs(urlsplit(answer.headers["Location"]).query).items()}
+def refusal_query(answer: httpx2.Response) -> dict[str, str]:
+    """The query of the link back to the client on an authorization error's page.
+
+    The error is a page, never a redirect: nobody has logged in yet, and a redirect would make
+    the server an open redirector for any registered client (RFC 9700 §4.11.2).
+    """
+    assert answer.status_code == 400, (answer.status_code, answer.text)
+    assert "Location" not in answer.headers
+    assert answer.headers["Content-Type"].startswith("text/html")
+    assert "frame-ancestors 'none'" in answer.headers["Content-Security-Policy"]
+    found = re.search(r'<a id="back" href="([^"]*)"', answer.text)
+    assert found, answer.text
+    query = {k: v[0] for k, v in parse_qs(urlsplit(html.unescape(found[1])).query).items()}
+    # The page says the RFC error and its description too.
+    page = html.unescape(answer.text)
+    assert f'<code id="error">{query["error"]}</code>' in page
+    assert query["error_description"] in page
+    return query
 
 
 def params(client_site: ClientSite, server: Server, **changes: str | None) -> dict[str, str]:
@@ -120,10 +137,10 @@ async def test_a_missing_pkce_verifier_is_invalid_request(server: Server, author
     assert server.stored().get("grants", {}) == {}
 
 
-async def test_an_authorization_request_without_pkce_is_refused_back_to_the_client(
+async def test_an_authorization_request_without_pkce_is_refused_on_a_page_linking_back(
     server: Server, client_site: ClientSite
 ) -> None:
-    answer = redirect_query(
+    answer = refusal_query(
         await authorize_url(server, **params(client_site, server, code_challenge=None))
     )
 
@@ -134,7 +151,7 @@ async def test_an_authorization_request_without_pkce_is_refused_back_to_the_clie
 
 
 async def test_the_plain_pkce_method_is_refused(server: Server, client_site: ClientSite) -> None:
-    answer = redirect_query(
+    answer = refusal_query(
         await authorize_url(server, **params(client_site, server, code_challenge_method="plain"))
     )
 
@@ -244,7 +261,7 @@ async def test_an_https_redirect_must_match_exactly(
 async def test_a_foreign_resource_is_invalid_target_at_the_authorization_endpoint(
     server: Server, client_site: ClientSite
 ) -> None:
-    answer = redirect_query(
+    answer = refusal_query(
         await authorize_url(
             server, **params(client_site, server, resource="https://other.example/mcp")
         )
@@ -282,7 +299,7 @@ async def test_the_servers_root_is_accepted_as_its_resource(server: Server, auth
 
 
 async def test_an_unknown_scope_is_invalid_scope(server: Server, client_site: ClientSite) -> None:
-    answer = redirect_query(
+    answer = refusal_query(
         await authorize_url(server, **params(client_site, server, scope="mcp admin"))
     )
 
@@ -293,7 +310,7 @@ async def test_an_unknown_scope_is_invalid_scope(server: Server, client_site: Cl
 async def test_an_unknown_tool_set_in_a_scope_is_invalid_scope(
     server: Server, client_site: ClientSite
 ) -> None:
-    answer = redirect_query(
+    answer = refusal_query(
         await authorize_url(server, **params(client_site, server, scope="mcp:toolsets:files,nope"))
     )
 
@@ -698,3 +715,36 @@ async def test_an_unknown_or_expired_request_shows_why_on_the_consent_page(
     assert page.status_code == 400
     assert "unknown or has expired" in page.text and "start again from the client" in page.text
     assert client_site._callbacks.empty()
+
+
+@pytest.mark.parametrize(
+    ("change", "error"),
+    [
+        ({"scope": "mcp admin"}, "invalid_scope"),
+        ({"code_challenge": None}, "invalid_request"),
+        ({"resource": "https://other.example/mcp"}, "invalid_target"),
+    ],
+)
+async def test_a_registered_client_cannot_make_the_server_an_open_redirector(
+    server: Server, client_site: ClientSite, change: dict[str, str | None], error: str
+) -> None:
+    # Anyone may register a client whose redirect URI is any https site; a refused request
+    # of it must not send a user who follows a link on the lab's domain there unawares.
+    registered = await register(
+        server, redirect_uris=["https://evil.example/landing"], client_name="Anything"
+    )
+    assert registered.status_code == 201, registered.text
+    query = params(
+        client_site,
+        server,
+        client_id=registered.json()["client_id"],
+        redirect_uri="https://evil.example/landing",
+        **change,
+    )
+
+    answer = await authorize_url(server, **query)
+
+    back = refusal_query(answer)
+    assert back["error"] == error and back["state"] == "s1"
+    assert back["iss"] == server.issuer
+    assert "evil.example" in answer.text  # the link names where it goes

@@ -453,3 +453,41 @@ async def test_relay_passes_tasks_through_both_eras_and_a_server_restart(
     assert "10 milliseconds" in collected["result"]["content"][0]["text"]
     # 2026-07-28 through the relay: the task was handed out and polled (Mcp-Name: its id).
     assert len(ext.created) == 1 and "2500 milliseconds" in modern.content[0].text
+
+
+async def test_relay_relays_the_task_notifications_of_a_listen_stream(relay_params, errlog):
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": {"name": "lines", "version": "0"},
+        "io.modelcontextprotocol/clientCapabilities": {
+            "extensions": {"io.modelcontextprotocol/tasks": {}}
+        },
+    }
+    relay = await RelayLines.start(relay_params(), errlog)
+    try:
+        wait = {"name": "wait", "arguments": {"milliseconds": 2500}, "_meta": meta}
+        created = await relay.request("tools/call", wait)
+        task_id = created["result"]["taskId"]
+        listen = {"notifications": {"taskIds": [task_id]}, "_meta": meta}
+        relay.send(
+            {"jsonrpc": "2.0", "id": "tasks", "method": "subscriptions/listen", "params": listen}
+        )
+        ack = await relay.until(
+            lambda m: m.get("method") == "notifications/subscriptions/acknowledged"
+        )
+        ended = await relay.until(
+            lambda m: (
+                m.get("method") == "notifications/tasks" and m["params"]["status"] == "completed"
+            ),
+            timeout=120,
+        )
+        # The client ends its stream as the specification says: it cancels the request.
+        cancel = {"requestId": "tasks", "_meta": meta}
+        relay.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": cancel})
+    finally:
+        await relay.close()
+
+    assert created["result"]["resultType"] == "task"
+    assert ack["params"]["notifications"]["taskIds"] == [task_id]
+    assert ended["params"]["taskId"] == task_id
+    assert "2500 milliseconds" in ended["params"]["result"]["content"][0]["text"]

@@ -9,11 +9,15 @@ import pytest
 
 from jupyter_mcp.core.errors import ToolError
 from jupyter_mcp.core.paths import (
+    SEALED_ENV,
     checked_path_argument,
     is_inside,
     os_encodable,
     relative_path,
     resolve_in_root,
+    seal,
+    sealed_names,
+    worker_environment,
 )
 
 
@@ -88,3 +92,55 @@ def test_os_encodable_takes_surrogate_escaped_bytes_but_not_lone_surrogates() ->
     assert os_encodable(os.fsdecode(b"caf\xe9"))  # a non-UTF-8 file name, as Python reads it
     assert not os_encodable("\ud800")
     assert os_encodable("plain")
+
+
+def test_the_servers_folders_are_sealed_inside_the_root(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # As under JupyterHub with the root at $HOME: Jupyter's folders are inside the project.
+    monkeypatch.setenv("JUPYTER_RUNTIME_DIR", str(root / ".local" / "runtime"))
+    monkeypatch.setenv("JUPYTER_CONFIG_DIR", str(root / ".jupyter"))
+    monkeypatch.setenv("JUPYTER_DATA_DIR", str(root / ".local" / "data"))
+    monkeypatch.delenv(SEALED_ENV, raising=False)
+    seal([root / "elsewhere" / "oauth.json"])
+    (root / ".local" / "runtime").mkdir(parents=True)
+    (root / ".local" / "runtime" / "jpserver-1.json").write_text('{"token": "t"}')
+    (root / "link.json").symlink_to(root / ".local" / "runtime" / "jpserver-1.json")
+
+    for given in (
+        ".local/runtime/jpserver-1.json",
+        ".local/runtime",
+        ".jupyter/jupyter_server_config.py",
+        ".local/data/jupyter_mcp/oauth.json",
+        "elsewhere/oauth.json",
+        "link.json",  # a link into a sealed folder is the folder's file
+        str(root / ".jupyter"),
+    ):
+        with pytest.raises(ToolError, match="credentials folder"):
+            resolve_in_root(root, given)
+    # Beside them, and above them, the project is as it was.
+    assert resolve_in_root(root, ".local") == root / ".local"
+    assert resolve_in_root(root, ".local/data/kernels") == root / ".local/data/kernels"
+    assert resolve_in_root(root, "elsewhere/notes.txt") == root / "elsewhere/notes.txt"
+    assert sealed_names(root) == {
+        ".local/runtime",
+        ".jupyter",
+        ".local/data/jupyter_mcp",
+        "elsewhere/oauth.json",
+    }
+    # What a worker process needs to seal the same.
+    assert worker_environment() == {SEALED_ENV: str(root / "elsewhere" / "oauth.json")}
+
+
+def test_a_root_inside_a_sealed_folder_is_served(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A server started to serve (a folder of) its configuration folder: its files are the
+    # project; the runtime folder inside it is still sealed.
+    monkeypatch.setenv("JUPYTER_CONFIG_DIR", str(root.parent))
+    monkeypatch.setenv("JUPYTER_RUNTIME_DIR", str(root / "runtime"))
+    monkeypatch.delenv(SEALED_ENV, raising=False)
+
+    assert resolve_in_root(root, "pkg/mod.py") == root / "pkg" / "mod.py"
+    with pytest.raises(ToolError, match="credentials folder"):
+        resolve_in_root(root, "runtime/jpserver-1.json")

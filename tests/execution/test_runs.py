@@ -270,6 +270,20 @@ async def test_notebook_runs_all_cells(ok: Any, project: Path) -> None:
     assert "before" in bad["output"] and "after" not in bad["output"]
 
 
+async def test_a_notebook_of_a_kernel_the_server_lacks_is_refused_not_run_in_python(
+    fails: Any, project: Path, jp_serverapp: Any
+) -> None:
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "julia-1.10", "display_name": "Julia 1.10"}
+    nb.cells = [nbformat.v4.new_code_cell('open("julia.txt", "w") do f; write(f, "ran") end')]
+    (project / "model.ipynb").write_text(nbformat.writes(nb))
+    error = await fails("run_configuration", configName="Run notebook model.ipynb")
+    assert "model.ipynb asks for the kernel 'julia-1.10' (Julia 1.10)" in error, error
+    assert "kernel_action action=change" in error
+    assert list(jp_serverapp.kernel_manager.list_kernel_ids()) == []
+    assert not (project / "julia.txt").exists()
+
+
 async def test_pytest_configuration(ok: Any, project: Path) -> None:
     await ok("run_configuration", configName="pytest")
     report = await _wait_done(ok, "pytest")
