@@ -16,7 +16,7 @@ from urllib.parse import parse_qs, urlencode, urlsplit
 
 import httpx2
 import pytest
-from oauth_client import ClientSite, Document, consent_with_token, pkce
+from oauth_client import ClientSite, Document, consent_with_token, free_port, pkce
 from oauth_fixtures import Server
 
 from jupyter_mcp.auth import client_metadata
@@ -466,7 +466,8 @@ async def test_a_refresh_token_of_another_client_does_not_exist(
         ("user info", "user name or password"),
         ("redirect", "redirects"),
         ("too large", "larger than 5120 bytes"),
-        ("slow", "took longer than"),
+        ("slow", "could not be fetched (no answer within"),
+        ("closed port", "could not be fetched (no answer within"),
         ("not found", "HTTP 404"),
         ("not json", "not application/json"),
         ("invalid json", "not valid JSON"),
@@ -492,6 +493,7 @@ async def test_a_bad_client_metadata_url_is_invalid_client(
         "dot segments": f"{site.url}/a/../client.json",
         "user info": f"http://me:pw@127.0.0.1:{site.port}/client.json",
         "not found": site.metadata_url("missing.json"),
+        "closed port": f"http://127.0.0.1:{free_port()}/client.json",
     }
     bodies = {
         "redirect": Document(b"", status=302, headers={"Location": "/client.json"}),
@@ -529,7 +531,40 @@ async def test_a_bad_client_metadata_url_is_invalid_client(
     assert answer.status_code == 400, answer.text
     assert answer.json()["error"] == "invalid_client"
     assert says in answer.json()["error_description"]
+    # Why a connection failed is the server's log's to say, not an unauthenticated caller's.
+    for detail in ("refused", "Errno", "Timeout", "Stream"):
+        assert detail not in answer.json()["error_description"]
     assert not server.file.exists()
+
+
+@pytest.mark.parametrize(
+    ("address", "allowed"),
+    [
+        ("8.8.8.8", True),
+        ("2606:4700::1111", True),
+        ("10.0.0.1", False),
+        ("::ffff:10.0.0.1", False),  # IPv4-mapped
+        ("64:ff9b::10.0.0.1", False),  # NAT64, well-known prefix
+        ("64:ff9b::169.254.169.254", False),
+        ("64:ff9b::8.8.8.8", True),  # an IPv6-only network's way to a public host
+        ("64:ff9b:1::a00:1", False),  # NAT64, local-use prefix
+        ("::ffff:0:10.0.0.1", False),  # SIIT
+        ("::ffff:0:8.8.8.8", True),
+        ("2002:a00:1::1", False),  # 6to4 of 10.0.0.1
+        ("2002:a9fe:a9fe::1", False),  # 6to4 of 169.254.169.254
+        ("2002:808:808::1", True),
+        ("::10.0.0.1", False),  # IPv4-compatible
+        ("::127.0.0.1", False),
+        ("2001:0:4136:e378:8000:63bf:3fff:fdd2", False),  # Teredo
+        ("fec0::1", False),  # site-local
+        ("::1", False),
+        ("::", False),
+        ("fe80::1%eth0", False),
+        ("ff02::1", False),
+    ],
+)
+def test_addresses_embedding_an_ipv4_one_are_checked_by_it(address: str, allowed: bool) -> None:
+    assert client_metadata._address_allowed(address, allow_loopback=False) is allowed
 
 
 async def test_a_client_metadata_document_is_fetched_once_while_fresh(
