@@ -258,6 +258,15 @@ async def test_legacy_cancel_interrupts_the_kernel_once(mcp_url, token, jp_root_
                 "tools/call", {"name": "get_execution", "arguments": {"executionId": task_id}}
             )
         )
+        # Its session's stream is told that it ended so, as of any task's end.
+        told = await until(
+            lambda: [
+                n["params"]
+                for n in session.notifications
+                if n["method"] == "notifications/tasks/status"
+            ],
+            what="the cancel told on the session's stream",
+        )
         # The kernel is free: a snippet answers at once.
         quick = answer_value(
             await session.result(
@@ -274,6 +283,7 @@ async def test_legacy_cancel_interrupts_the_kernel_once(mcp_url, token, jp_root_
         )
 
     assert cancelled["status"] == "cancelled" and cancelled["taskId"] == task_id
+    assert [(t["taskId"], t["status"]) for t in told] == [(task_id, "cancelled")]
     assert again["code"] == -32602 and "already in terminal status 'cancelled'" in again["message"]
     assert result["isError"] is True and "cancelled" in result["content"][0]["text"]
     assert result["_meta"]["io.modelcontextprotocol/related-task"] == {"taskId": task_id}
