@@ -2,9 +2,10 @@
 
 The gateway (``jupyter_kernel_gateway`` from PyPI, the test extra) runs as a subprocess of this
 Python on a free loopback port, with its Jupyter folders (runtime, data, config) in a tmp
-folder of its own, so it launches the one kernelspec this environment has (``python3``,
-ipykernel) and touches nothing of the user's. With a token it refuses every request,
-websockets included, that does not carry ``Authorization: token <token>``.
+folder of its own, so it launches the kernelspecs of this environment (ipykernel's
+``python3``, and those ``make test`` installs into the venv) and touches nothing of the user's.
+With a token it refuses every request, websockets included, that does not carry
+``Authorization: token <token>``.
 
 A test server is pointed at it with :func:`gateway_config` (``c.GatewayClient``), as a user's
 ``jupyter lab --gateway-url=… --GatewayClient.auth_token=…`` would.

@@ -8,10 +8,14 @@ reach this machine, the user's network or a cloud's metadata service. So:
   ``c.JupyterMCP.oauth_allow_insecure_client_metadata``, for tests), has a path, no fragment,
   no user name or password, no ``.``/``..`` segments;
 - every address its host resolves to must be a public one (no private, loopback, link-local,
-  multicast or reserved address, IPv4-mapped ones included), checked by the resolver the
-  connection then uses, so the name cannot resolve to something else in between;
+  multicast or reserved address; an IPv6 address that carries an IPv4 one (mapped, NAT64,
+  SIIT, 6to4, IPv4-compatible) is checked by that one, and Teredo, local-use NAT64 and
+  site-local are refused), checked by the resolver the connection then uses, so the name
+  cannot resolve to something else in between;
 - no redirect is followed (a redirect is an error), only ``200`` with a JSON content type counts;
 - the body is at most :data:`MAX_BYTES` and the whole fetch at most :data:`TIMEOUT` seconds;
+- why a connection failed is logged, and the caller (who needs no login) is told only that
+  the document could not be fetched: no port-scanning through this server;
 - the document must say this very URL as its ``client_id``, name the client and its redirect
   URIs, and ask for no client secret (a public document cannot keep one).
 
@@ -24,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import json
+import logging
 import re
 import socket
 import time
@@ -45,6 +50,7 @@ DEFAULT_CACHE = 600.0
 MIN_CACHE, MAX_CACHE = 60.0, 86400.0
 _JSON_TYPE = re.compile(r"^application/([a-z0-9.+-]+\+)?json\s*(;.*)?$", re.IGNORECASE)
 LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1")
+log = logging.getLogger("jupyter_mcp.auth")
 
 
 class ClientMetadataError(Exception):
@@ -96,13 +102,43 @@ def check_url(url: str, *, allow_insecure: bool) -> None:
         raise ClientMetadataError(f"client_id {url!r} has no usable port")
 
 
+#: IPv6 prefixes whose addresses carry an IPv4 address in their last 32 bits: NAT64's
+#: well-known prefix (RFC 6052), SIIT (RFC 6145) and IPv4-compatible addresses (RFC 4291). The
+#: address they reach is the IPv4 one, so that is the one checked.
+_EMBEDDING_IPV4 = tuple(
+    ipaddress.IPv6Network(n) for n in ("64:ff9b::/96", "::ffff:0:0:0/96", "::/96")
+)
+#: IPv6 prefixes refused whatever follows: local-use NAT64 (RFC 8215; where the IPv4 address
+#: sits depends on the network's own prefix length), Teredo (the client's IPv4 address is
+#: obfuscated, and the relay is anyone's) and the deprecated site-local fec0::/10.
+_REFUSED_IPV6 = tuple(
+    ipaddress.IPv6Network(n) for n in ("64:ff9b:1::/48", "2001::/32", "fec0::/10")
+)
+
+
 def _address_allowed(address: str, *, allow_loopback: bool) -> bool:
+    """Whether a fetch may connect to ``address``: a public one (loopback in tests)."""
     ip = ipaddress.ip_address(address.split("%", 1)[0])
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped
+    if isinstance(ip, ipaddress.IPv6Address):
+        if ip.ipv4_mapped is not None:
+            ip = ip.ipv4_mapped
+        elif ip.is_loopback or ip.is_unspecified:
+            pass
+        elif any(ip in net for net in _REFUSED_IPV6):
+            return False
+        elif any(ip in net for net in _EMBEDDING_IPV4):
+            ip = ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
+        elif ip.sixtofour is not None:  # 2002::/16 (6to4, RFC 3056) reaches its IPv4 address
+            ip = ip.sixtofour
     if ip.is_loopback:
         return allow_loopback
     return ip.is_global and not ip.is_multicast
+
+
+class NotPublicAddress(OSError):
+    """The client metadata URL's host is (or resolves to) an address this server never
+    fetches from. Said as it is: the refusal is decided before any connection, so it tells
+    nothing about what listens there."""
 
 
 class PublicAddressResolver(Resolver):
@@ -123,7 +159,7 @@ class PublicAddressResolver(Resolver):
         for _, address in found:
             if not _address_allowed(address[0], allow_loopback=self._allow_loopback):
                 where = host if host == address[0] else f"{host} resolves to {address[0]}, which"
-                raise OSError(
+                raise NotPublicAddress(
                     f"{where} is not a public address: client metadata is fetched from the "
                     "public internet only"
                 )
@@ -297,7 +333,13 @@ class ClientMetadataFetcher:
 
 
 def _fetch_error(url: str, error: BaseException) -> ClientMetadataError:
-    """What a failed fetch says to the client's author."""
+    """What a failed fetch says to the client's author.
+
+    Whoever calls the authorization endpoint needs no login, so why a connection failed
+    (refused, reset, timed out, a TLS error) is logged, never answered: the answer would tell
+    anyone which hosts and ports this server can reach. An answer of the remote server (a
+    redirect, a status) and an address refused before connecting are said.
+    """
     if isinstance(error, HTTPClientError) and error.code in (301, 302, 303, 307, 308):
         where = error.response.headers.get("Location") if error.response is not None else None
         return ClientMetadataError(
@@ -308,8 +350,15 @@ def _fetch_error(url: str, error: BaseException) -> ClientMetadataError:
         return ClientMetadataError(
             f"The client metadata at {url} answered HTTP {error.code}, not 200"
         )
+    if isinstance(error, NotPublicAddress):
+        return ClientMetadataError(f"The client metadata at {url} could not be fetched: {error}")
+    text = str(error) or type(error).__name__
+    if "Content-Length too long" in text or "body too large" in text.lower():
+        return ClientMetadataError(f"The client metadata at {url} is larger than {MAX_BYTES} bytes")
+    log.info("jupyter_mcp: fetching the client metadata at %s failed: %s", url, _reason(error))
     return ClientMetadataError(
-        f"The client metadata at {url} could not be fetched: {_reason(error)}"
+        f"The client metadata at {url} could not be fetched (no answer within {TIMEOUT:g} s, "
+        "or no connection); the Jupyter server's log says why"
     )
 
 
@@ -318,7 +367,4 @@ def _reason(error: BaseException) -> str:
         isinstance(error, HTTPClientError) and "Timeout" in str(error)
     ):
         return f"it took longer than {TIMEOUT:g} s"
-    text = str(error) or type(error).__name__
-    if "Content-Length too long" in text or "body too large" in text.lower():
-        return f"it is larger than {MAX_BYTES} bytes"
-    return text
+    return f"{type(error).__name__}: {error}"

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import secrets
 import time
 from collections.abc import Callable
@@ -301,6 +302,11 @@ class OAuthSettings:
 
     access_token_lifetime: float = 3600.0
     refresh_token_lifetime: float = 30 * 86400.0
+    #: The longest a grant lasts from the consent, however often it is refreshed.
+    grant_lifetime: float = 90 * 86400.0
+    #: Under JupyterHub, whether users other than the server's owner (those it is shared
+    #: with, admins) may allow clients here.
+    consent_by_others: bool = False
     dynamic_registration: bool = True
     allow_insecure_client_metadata: bool = False
     public_url: str = ""
@@ -505,6 +511,23 @@ class OAuthServer:
         found = self._pending.get(request_id)
         return found if found is not None and found.site == site else None
 
+    def consent_refused(self, user: str) -> str | None:
+        """Why ``user`` may not allow clients on this server, or None when they may.
+
+        Under JupyterHub others than the server's owner may reach it (a share, an admin with
+        ``access:servers``); a grant they made would let a client act as the owner, for as
+        long as it is refreshed. Only the owner (``$JUPYTERHUB_USER``) allows, unless the
+        ``consent_by_others`` setting says otherwise.
+        """
+        owner = os.environ.get("JUPYTERHUB_USER", "")
+        if not owner or self.settings.consent_by_others or user == owner:
+            return None
+        return (
+            f"Only {owner}, whose server this is, can allow clients to use it; you are signed "
+            f"in as {user}. (The server's c.JupyterMCP.oauth_allow_consent_by_others setting "
+            "lets others allow.)"
+        )
+
     def decide(
         self,
         request_id: str,
@@ -539,6 +562,9 @@ class OAuthServer:
                 state=params.state,
                 iss=issuer,
             )
+        refused = self.consent_refused(user)
+        if refused is not None:
+            raise ValueError(refused)
         requested = found.requested
         offered = requested.toolsets if requested.toolsets is not None else self.served_toolsets()
         if toolsets is not None:
@@ -643,12 +669,12 @@ class OAuthServer:
             created=self.clock(),
             grant_types=found.grant_types,
         )
-        lifetime = self.settings.access_token_lifetime
+        lifetime, refresh_lifetime = self._lifetimes(grant)
         issued = await asyncio.to_thread(
             self.store.add_grant,
             grant,
             access_lifetime=lifetime,
-            refresh_lifetime=self.settings.refresh_token_lifetime if refresh else lifetime,
+            refresh_lifetime=refresh_lifetime if refresh else lifetime,
         )
         self._spent[digest(code.code)] = _Spent(grant.id, self.clock() + 10 * CODE_LIFETIME)
         log.info(
@@ -696,18 +722,34 @@ class OAuthServer:
                 f"The grant allows {granted.describe()} ({' '.join(grant.scopes)}); a refreshed "
                 f"token cannot have more ({' '.join(asked)})",
             )
-        lifetime = self.settings.access_token_lifetime
+        lifetime, refresh_lifetime = self._lifetimes(grant)
+        if refresh_lifetime <= 0:
+            raise TokenError(
+                "invalid_grant",
+                f"This grant has reached its end ({self.settings.grant_lifetime / 86400:g} days "
+                "after the user allowed it, however often it is refreshed): authorize again",
+            )
         issued = await asyncio.to_thread(
             self.store.rotate,
             grant.id,
             refresh.token,
             asked,
             access_lifetime=lifetime,
-            refresh_lifetime=self.settings.refresh_token_lifetime,
+            refresh_lifetime=refresh_lifetime,
         )
         if issued is None:
             raise TokenError("invalid_grant", "This refresh token was already used")
         return _token_answer(issued, lifetime, True)
+
+    def _lifetimes(self, grant: Grant) -> tuple[float, float]:
+        """How long the next access and refresh tokens of ``grant`` last: as the settings say,
+        and never past the grant's end (its creation plus ``grant_lifetime``), so that a
+        client refreshing forever does not keep a consent (a share, an admin's) forever."""
+        left = grant.created + self.settings.grant_lifetime - self.clock()
+        return (
+            min(self.settings.access_token_lifetime, max(left, 0.0)),
+            min(self.settings.refresh_token_lifetime, left),
+        )
 
     # -- the resource: /mcp ----------------------------------------------------------------
 

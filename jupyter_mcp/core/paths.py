@@ -98,11 +98,7 @@ def check_os_limits(root: Path, path_in_project: str) -> None:
             f"Path contains characters that cannot be a file name (at position {e.start}): "
             f"{path_in_project[:200]!r}"
         ) from None
-    try:
-        name_max = os.pathconf(root, "PC_NAME_MAX")
-        path_max = os.pathconf(root, "PC_PATH_MAX")
-    except (OSError, ValueError, AttributeError):
-        name_max, path_max = 255, 4096
+    name_max, path_max = _os_limits(str(root))
     full = encoded if os.path.isabs(encoded) else os.fsencode(str(root)) + b"/" + encoded
     if len(full) >= path_max:
         raise ToolError(f"Path is longer than the file system allows ({path_max} bytes)")
@@ -113,6 +109,16 @@ def check_os_limits(root: Path, path_in_project: str) -> None:
                 f"Path has a name of {len(part)} bytes, over the file system's limit of "
                 f"{name_max}: {shown}…"
             )
+
+
+@functools.lru_cache(maxsize=64)
+def _os_limits(root: str) -> tuple[int, int]:
+    """The longest name and path the file system of ``root`` takes, asked once per root: two
+    system calls on every path a tool resolved, for limits that stay as they are."""
+    try:
+        return os.pathconf(root, "PC_NAME_MAX"), os.pathconf(root, "PC_PATH_MAX")
+    except (OSError, ValueError, AttributeError):
+        return 255, 4096
 
 
 def is_inside(root: Path, path: Path) -> bool:

@@ -808,10 +808,15 @@ class MCPSurface:
     # -- tools/list ---------------------------------------------------------------------------
 
     def _input_schema(self, name: str) -> dict[str, Any] | None:
-        tool = next((t for t in self.registry.visible(self.ctx) if t.name == name), None)
-        if tool is None:
+        """The schema the SDK checks a 2026-07-28 call's ``Mcp-Param-*`` headers against, asked
+        on every such call with arguments: the one tool looked up, its declaration the cached
+        one of ``tools/list`` (not every tool's policies checked and a schema built per call)."""
+        try:
+            tool = self.registry.get(name, self.ctx)
+        except ToolError:
             return None
-        return tool.advertised_schema(self.ctx.settings.result_window)
+        schema: dict[str, Any] = self._wire_tool(tool)["inputSchema"]
+        return schema
 
     async def _list_tools(
         self, rctx: Any, params: types.PaginatedRequestParams | None
@@ -865,7 +870,7 @@ class MCPSurface:
 
     async def _call_tool(self, rctx: Any, params: types.CallToolRequestParams) -> dict[str, Any]:
         name = params.name
-        if not any(t.name == name for t in self.registry.all()):
+        if self.registry.find(name) is None:
             raise MCPError(types.INVALID_PARAMS, f"Unknown tool: {name}")
         progress = self._progress_relay(rctx)
         logs = self._log_relay(rctx)

@@ -220,7 +220,7 @@ class TaskProtocol:
         return await self._legacy_call(rctx, params)
 
     def _tool(self, name: str) -> Tool | None:
-        return next((t for t in self.registry.all() if t.name == name), None)
+        return self.registry.find(name)
 
     def _validated(self, rctx: Any, params: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
         try:

@@ -31,6 +31,8 @@ tools = ToolSet("terminal")
 
 #: Longest wait the ``wait`` tool and the terminal waits accept (milliseconds).
 MAX_WAIT_MS = 300_000
+#: Characters of the terminal's latest output a progress report reads for its last line.
+TAIL_CHARS = 4096
 
 
 def os_type() -> str:
@@ -104,7 +106,10 @@ async def _report_terminal(ctx: ToolContext, command: str) -> None:
     while True:
         await asyncio.sleep(REPORT_EVERY)
         elapsed = loop.time() - started
-        lines = [line.strip() for line in term.read()["output"].splitlines() if line.strip()]
+        # Only the output's end is read: a chatty command's whole output is not cleaned of
+        # escape sequences every second just to show its last line.
+        since = max(term.command_offset, term.output.end - TAIL_CHARS)
+        lines = [line.strip() for line in term.read(since)["output"].splitlines() if line.strip()]
         last = lines[-1][:200] if lines else ""
         message = f"`{shown}` running in terminal {term.name} for {elapsed:.1f} s"
         ctx.report_progress(elapsed, None, message + (f": {last}" if last else ""))

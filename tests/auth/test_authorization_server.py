@@ -16,7 +16,7 @@ from urllib.parse import parse_qs, urlencode, urlsplit
 
 import httpx2
 import pytest
-from oauth_client import ClientSite, Document, consent_with_token, pkce
+from oauth_client import ClientSite, Document, consent_with_token, free_port, pkce
 from oauth_fixtures import Server
 
 from jupyter_mcp.auth import client_metadata
@@ -466,7 +466,8 @@ async def test_a_refresh_token_of_another_client_does_not_exist(
         ("user info", "user name or password"),
         ("redirect", "redirects"),
         ("too large", "larger than 5120 bytes"),
-        ("slow", "took longer than"),
+        ("slow", "could not be fetched (no answer within"),
+        ("closed port", "could not be fetched (no answer within"),
         ("not found", "HTTP 404"),
         ("not json", "not application/json"),
         ("invalid json", "not valid JSON"),
@@ -492,6 +493,7 @@ async def test_a_bad_client_metadata_url_is_invalid_client(
         "dot segments": f"{site.url}/a/../client.json",
         "user info": f"http://me:pw@127.0.0.1:{site.port}/client.json",
         "not found": site.metadata_url("missing.json"),
+        "closed port": f"http://127.0.0.1:{free_port()}/client.json",
     }
     bodies = {
         "redirect": Document(b"", status=302, headers={"Location": "/client.json"}),
@@ -529,7 +531,40 @@ async def test_a_bad_client_metadata_url_is_invalid_client(
     assert answer.status_code == 400, answer.text
     assert answer.json()["error"] == "invalid_client"
     assert says in answer.json()["error_description"]
+    # Why a connection failed is the server's log's to say, not an unauthenticated caller's.
+    for detail in ("refused", "Errno", "Timeout", "Stream"):
+        assert detail not in answer.json()["error_description"]
     assert not server.file.exists()
+
+
+@pytest.mark.parametrize(
+    ("address", "allowed"),
+    [
+        ("8.8.8.8", True),
+        ("2606:4700::1111", True),
+        ("10.0.0.1", False),
+        ("::ffff:10.0.0.1", False),  # IPv4-mapped
+        ("64:ff9b::10.0.0.1", False),  # NAT64, well-known prefix
+        ("64:ff9b::169.254.169.254", False),
+        ("64:ff9b::8.8.8.8", True),  # an IPv6-only network's way to a public host
+        ("64:ff9b:1::a00:1", False),  # NAT64, local-use prefix
+        ("::ffff:0:10.0.0.1", False),  # SIIT
+        ("::ffff:0:8.8.8.8", True),
+        ("2002:a00:1::1", False),  # 6to4 of 10.0.0.1
+        ("2002:a9fe:a9fe::1", False),  # 6to4 of 169.254.169.254
+        ("2002:808:808::1", True),
+        ("::10.0.0.1", False),  # IPv4-compatible
+        ("::127.0.0.1", False),
+        ("2001:0:4136:e378:8000:63bf:3fff:fdd2", False),  # Teredo
+        ("fec0::1", False),  # site-local
+        ("::1", False),
+        ("::", False),
+        ("fe80::1%eth0", False),
+        ("ff02::1", False),
+    ],
+)
+def test_addresses_embedding_an_ipv4_one_are_checked_by_it(address: str, allowed: bool) -> None:
+    assert client_metadata._address_allowed(address, allow_loopback=False) is allowed
 
 
 async def test_a_client_metadata_document_is_fetched_once_while_fresh(
@@ -748,3 +783,94 @@ async def test_a_registered_client_cannot_make_the_server_an_open_redirector(
     assert back["error"] == error and back["state"] == "s1"
     assert back["iss"] == server.issuer
     assert "evil.example" in answer.text  # the link names where it goes
+
+
+# --- how long a grant lasts, and who may make one -----------------------------------------
+
+DAY = 86400.0
+
+
+async def test_refreshing_never_carries_a_grant_past_its_lifetime(
+    server: Server, authorize: Any
+) -> None:
+    # A client refreshing every 29 days kept a grant forever (each refresh token lasts 30);
+    # the grant now ends 90 days after the consent, however often it is refreshed.
+    grant = await authorize()
+    tokens = (await exchange(server, grant)).json()
+    [record] = server.stored()["grants"].values()
+    start = time.time()
+    refreshed = []
+    for days in (29, 58, 87):
+        server.oauth.clock = lambda days=days: start + days * DAY
+        answer = await token_request(
+            server,
+            grant_type="refresh_token",
+            refresh_token=tokens["refresh_token"],
+            client_id=grant.client_id,
+        )
+        assert answer.status_code == 200, (days, answer.text)
+        tokens = answer.json()
+        refreshed.append(server.stored()["grants"][record["id"]]["refresh_expires"])
+
+    # Until then the refresh tokens last their 30 days; the last one ends with the grant.
+    assert refreshed[0] == pytest.approx(start + 59 * DAY, abs=60)
+    assert refreshed[-1] == pytest.approx(record["created"] + 90 * DAY, abs=1)
+    server.oauth.clock = lambda: start + 91 * DAY
+    late = await token_request(
+        server,
+        grant_type="refresh_token",
+        refresh_token=tokens["refresh_token"],
+        client_id=grant.client_id,
+    )
+    assert late.status_code == 400
+    assert late.json()["error"] == "invalid_grant"
+
+
+@pytest.fixture
+def consent_page(server: Server, client_site: ClientSite) -> Any:
+    """``await consent_page()``: the consent page's URL of a fresh authorization request."""
+
+    async def _consent_page() -> str:
+        answer = await authorize_url(server, **params(client_site, server))
+        assert answer.status_code == 302, answer.text
+        return str(answer.headers["Location"])
+
+    return _consent_page
+
+
+async def test_under_jupyterhub_only_the_servers_owner_may_allow(
+    server: Server, consent_page: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Someone the server is shared with (or an admin) reaches it too; the client they allow
+    # would act as alice. The test's Jupyter token user is not alice.
+    monkeypatch.setenv("JUPYTERHUB_USER", "alice")
+    auth = {"Authorization": f"token {server.token}"}
+    url = await consent_page()
+
+    async with httpx2.AsyncClient() as http:
+        page = await http.get(url, headers=auth)
+        posted = await http.post(
+            url.split("?")[0],
+            content=urlencode(
+                {"request": parse_qs(urlsplit(url).query)["request"][0], "decision": "allow"}
+            ),
+            headers={**auth, "Content-Type": "application/x-www-form-urlencoded"},
+        )
+
+    assert page.status_code == 403
+    assert "Only alice, whose server this is" in html.unescape(page.text)
+    assert posted.status_code == 403 and "Location" not in posted.headers
+    assert server.stored().get("grants", {}) == {}
+
+
+async def test_the_setting_lets_others_allow_under_jupyterhub(
+    server: Server, authorize: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import dataclasses
+
+    monkeypatch.setenv("JUPYTERHUB_USER", "alice")
+    server.oauth.settings = dataclasses.replace(server.oauth.settings, consent_by_others=True)
+
+    grant = await authorize()
+
+    assert (await exchange(server, grant)).status_code == 200

@@ -353,6 +353,26 @@ async def test_references_span_modules_aliases_and_the_notebook(shop: Path, ok) 
     assert again["references"] == refs
 
 
+async def test_a_notebook_in_another_language_is_never_read_as_python(shop: Path, ok) -> None:
+    # Given a bash notebook whose cell reads like Python's import of fmt_price, as a shell
+    # script that feeds Python a here-document does
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "bash", "display_name": "Bash", "language": "bash"}
+    nb.cells = [
+        nbformat.v4.new_code_cell(
+            "python <<'EOF'\nimport shop.util as u\nprint(u.fmt_price(1))\nEOF\necho done"
+        )
+    ]
+    (shop / "deploy.ipynb").write_text(nbformat.writes(nb))
+    line, character = _find(shop, "shop/util.py", "fmt_price")
+    # When fmt_price's references are found, the bash notebook is not among them
+    refs = (
+        await ok("find_references", pathInProject="shop/util.py", line=line, character=character)
+    )["references"]
+    assert "deploy.ipynb" not in {r["path"] for r in refs}, refs
+    assert "analysis.ipynb" in {r["path"] for r in refs}
+
+
 async def test_references_of_a_property_include_attribute_uses(shop: Path, ok) -> None:
     line, character = _find(shop, "shop/models.py", "def price")
     refs = (

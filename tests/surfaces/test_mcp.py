@@ -590,6 +590,67 @@ async def test_an_answered_request_is_freed_without_a_garbage_collection(
     assert left == 0, f"{left} handlers of 20 answered calls were left to the garbage collector"
 
 
+async def test_a_modern_call_is_checked_against_its_tools_header_declarations(
+    mcp_url, token, mcp_app
+):
+    """The SDK checks a 2026-07-28 call's ``Mcp-Param-*`` headers against the schema this
+    server gives it for the tool (looked up per call): a property declared as a header must
+    come with one that agrees with the body, and a tool the server does not offer has none."""
+
+    def regional(ctx: ToolContext, region: str) -> str:
+        return f"served {region}"
+
+    mcp_app.registry.add(
+        Tool(
+            name="test_regional",
+            description="test tool with a header-routed argument",
+            properties={"region": {"type": "string", "x-mcp-header": "Region"}},
+            required=["region"],
+            fn=regional,
+            read_only=True,
+        )
+    )
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": {"name": "raw-http", "version": "0"},
+        "io.modelcontextprotocol/clientCapabilities": {},
+    }
+    headers = {
+        "Authorization": f"token {token}",
+        "Content-Type": "application/json",
+        "Accept": "application/json, text/event-stream",
+        "Mcp-Protocol-Version": "2026-07-28",
+        "Mcp-Method": "tools/call",
+        "Mcp-Name": "test_regional",
+    }
+
+    def call(number: int) -> str:
+        params = {"name": "test_regional", "arguments": {"region": "eu"}, "_meta": meta}
+        return json.dumps(
+            {"jsonrpc": "2.0", "id": number, "method": "tools/call", "params": params}
+        )
+
+    async with httpx2.AsyncClient(timeout=30) as http:
+        missing = await http.post(mcp_url, content=call(1), headers=headers)
+        wrong = await http.post(
+            mcp_url, content=call(2), headers={**headers, "Mcp-Param-Region": "us"}
+        )
+        agreeing = await http.post(
+            mcp_url, content=call(3), headers={**headers, "Mcp-Param-Region": "eu"}
+        )
+        mcp_app.disabled_tools = ["test_regional"]
+        try:
+            disabled = await http.post(mcp_url, content=call(4), headers=headers)
+        finally:
+            mcp_app.disabled_tools = []
+
+    assert missing.status_code == 400 and "Mcp-Param-Region" in missing.text
+    assert wrong.status_code == 400 and "Mcp-Param-Region" in wrong.text
+    assert agreeing.status_code == 200 and "served eu" in agreeing.text
+    # Not offered: no declaration to check; the call itself is refused as disabled.
+    assert disabled.status_code == 200 and "disabled" in disabled.text
+
+
 async def test_seed_rest_routes_still_answer_beside_mcp(jp_fetch):
     response = await jp_fetch("mcp", "list_tools", method="GET")
     assert response.code == 200

@@ -258,6 +258,15 @@ async def test_legacy_cancel_interrupts_the_kernel_once(mcp_url, token, jp_root_
                 "tools/call", {"name": "get_execution", "arguments": {"executionId": task_id}}
             )
         )
+        # Its session's stream is told that it ended so, as of any task's end.
+        told = await until(
+            lambda: [
+                n["params"]
+                for n in session.notifications
+                if n["method"] == "notifications/tasks/status"
+            ],
+            what="the cancel told on the session's stream",
+        )
         # The kernel is free: a snippet answers at once.
         quick = answer_value(
             await session.result(
@@ -274,6 +283,7 @@ async def test_legacy_cancel_interrupts_the_kernel_once(mcp_url, token, jp_root_
         )
 
     assert cancelled["status"] == "cancelled" and cancelled["taskId"] == task_id
+    assert [(t["taskId"], t["status"]) for t in told] == [(task_id, "cancelled")]
     assert again["code"] == -32602 and "already in terminal status 'cancelled'" in again["message"]
     assert result["isError"] is True and "cancelled" in result["content"][0]["text"]
     assert result["_meta"]["io.modelcontextprotocol/related-task"] == {"taskId": task_id}
@@ -679,3 +689,56 @@ async def test_task_notifications_need_the_extension_declared(mcp_url, token):
     assert answer["error"]["code"] == -32021
     assert answer["error"]["data"] == {"requiredCapabilities": {"extensions": {EXTENSION: {}}}}
     assert refused["error"]["code"] == -32602 and "taskIds" in refused["error"]["message"]
+
+
+async def test_a_listen_stream_hears_a_chatty_run_at_most_once_a_second_and_its_cancel(
+    mcp_url, token, jp_root_dir
+):
+    chatty = (
+        "import time\nfor i in range(300):\n    print('line', i, flush=True)\n    time.sleep(0.01)"
+    )
+    write_notebook(jp_root_dir, "chatty.ipynb", chatty)
+    write_notebook(
+        jp_root_dir, "stuck.ipynb", "import time\nprint('asleep', flush=True)\ntime.sleep(600)"
+    )
+    loop = asyncio.get_running_loop()
+    async with modern_client(mcp_url, token, tasks=TasksExtension()) as client:
+        run = await client.session.call_tool(
+            "execute_notebook_cells", {"pathInProject": "chatty.ipynb"}, allow_claimed=True
+        )
+        stuck = await client.session.call_tool(
+            "execute_notebook_cells", {"pathInProject": "stuck.ipynb"}, allow_claimed=True
+        )
+        ids = [run.task_id, stuck.task_id]
+        async with listen_stream(mcp_url, token, {"taskIds": ids}) as s:
+            opened = loop.time()
+
+            def told(task_id: str) -> list[dict[str, Any]]:
+                return [t for t in s.of("notifications/tasks") if t["taskId"] == task_id]
+
+            await s.until(
+                lambda s: any(t["status"] == "completed" for t in told(run.task_id)),
+                timeout=120,
+                what="the chatty run's end",
+            )
+            heard = loop.time() - opened
+            await s.until(
+                lambda s: any(
+                    "asleep" in (t.get("statusMessage") or "") for t in told(stuck.task_id)
+                ),
+                timeout=120,
+                what="the stuck cell running",
+            )
+            await cancel_task(client.session, stuck.task_id)
+            await s.until(
+                lambda s: any(t["status"] == "cancelled" for t in told(stuck.task_id)),
+                timeout=60,
+                what="the cancel told",
+            )
+            chatty_told = told(run.task_id)
+
+    # 300 output lines, yet the stream heard the run's state at most once a second (besides
+    # the state at once and its end), and the end last, with the whole run in its result.
+    assert len(chatty_told) <= heard + 3
+    assert chatty_told[-1]["status"] == "completed"
+    assert "line 299" in json.dumps(chatty_told[-1]["result"])

@@ -380,6 +380,28 @@ async def test_a_gateway_without_a_token_serves_the_kernel_tools_too(
         assert [k["kernelId"] for k in listed] == sorted(open_gateway.kernel_ids())
 
 
+async def test_a_notebook_of_a_kernel_the_gateway_lacks_is_refused_naming_the_gateways_kernels(
+    connect: Any, jp_root_dir: Path, gateway: KernelGateway
+) -> None:
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "julia-1.10", "display_name": "Julia 1.10"}
+    nb.metadata["language_info"] = {"name": "julia"}
+    nb.cells = [nbformat.v4.new_code_cell("println(sum([1, 2, 3]))", id="j0")]
+    path = jp_root_dir / "model.ipynb"
+    path.write_text(nbformat.writes(nb))
+    before = path.read_bytes()
+    gateways = set(gateway.api("kernelspecs")["kernelspecs"])
+    async with connect() as client:
+        message = await _error(client, "execute_notebook_cells", pathInProject="model.ipynb")
+        assert await answer_of(client, "kernel_action", action="list") == []
+    # The kernels named are the gateway's, and nothing was started there or written here
+    assert "model.ipynb asks for the kernel 'julia-1.10' (Julia 1.10)" in message, message
+    named = message.split("The server's kernels: ", 1)[1].split(". Nothing was run")[0]
+    assert {entry.split(" (")[0] for entry in named.split(", ")} == gateways
+    assert gateway.kernel_ids() == set()
+    assert path.read_bytes() == before
+
+
 @pytest.mark.parametrize("gateway_kind", ["unreachable", "wrong-token"])
 async def test_a_gateway_that_cannot_be_used_is_a_clear_error_and_nothing_changes(
     connect: Any, jp_root_dir: Path, gateway_kind: str, served_by: tuple[str, str | None]
