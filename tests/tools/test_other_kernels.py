@@ -124,6 +124,14 @@ async def test_a_bash_notebook_runs_in_bash_and_every_kernel_tool_answers_for_ba
             client, "execute_code_in_kernel", pathInProject="shell.ipynb", code="echo after"
         )
         assert after["status"] == "ok" and after["outputs"][0]["text"] == "after\n"
+        interrupted = await answer_of(
+            client, "kernel_action", action="interrupt", pathInProject="shell.ipynb"
+        )
+        assert interrupted["name"] == "bash"
+        still = await answer_of(
+            client, "execute_code_in_kernel", pathInProject="shell.ipynb", code="echo $greeting"
+        )
+        assert still["outputs"][0]["text"] == "hi\n"  # the same shell, its variables kept
         # And what bash cannot do is said, not faked
         message = await _error(client, "get_kernel_variables", pathInProject="shell.ipynb")
         assert "(bash_kernel) cannot list its variables" in message, message
