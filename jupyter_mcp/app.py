@@ -292,6 +292,24 @@ class JupyterMCP(ExtensionApp):
             "with ServerApp.trust_xheaders)."
         ),
     )
+    oauth_grant_lifetime = Int(
+        90 * 86400,
+        min=3600,
+        config=True,
+        help=(
+            "Seconds an OAuth grant lasts from the user's consent, however often its client "
+            "refreshes (90 days); then the client must be allowed again."
+        ),
+    )
+    oauth_allow_consent_by_others = Bool(
+        False,
+        config=True,
+        help=(
+            "Under JupyterHub, let users other than the server's owner (those it is shared "
+            "with, admins) allow OAuth clients on it; by default only the owner can, since a "
+            "client they allow acts as the owner."
+        ),
+    )
     oauth_file = Unicode(
         "",
         config=True,
@@ -511,6 +529,8 @@ class JupyterMCP(ExtensionApp):
             settings=OAuthSettings(
                 access_token_lifetime=float(self.oauth_access_token_lifetime),
                 refresh_token_lifetime=float(self.oauth_refresh_token_lifetime),
+                grant_lifetime=float(self.oauth_grant_lifetime),
+                consent_by_others=self.oauth_allow_consent_by_others,
                 dynamic_registration=self.oauth_dynamic_registration,
                 allow_insecure_client_metadata=self.oauth_allow_insecure_client_metadata,
                 public_url=self.oauth_public_url,

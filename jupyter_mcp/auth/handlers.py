@@ -322,6 +322,17 @@ class RegistrationEndpointHandler(OAuthEndpointHandler):
 
     @allow_unauthenticated
     async def post(self) -> None:
+        # RFC 7591 registrations are JSON. A web page may post text/plain cross-site without
+        # a CORS preflight; insisting on the JSON type makes a browser ask first.
+        kind = self.request.headers.get("Content-Type", "").split(";")[0].strip().lower()
+        if kind != "application/json":
+            oauth_error(
+                self,
+                400,
+                "invalid_client_metadata",
+                f"A registration is sent as application/json, not {kind or 'no content type'}",
+            )
+            return
         await self.serve()
 
 
@@ -414,7 +425,17 @@ class ConsentHandler(OAuthHandlerMixin, JupyterHandler):
     @authorized("execute")
     def get(self) -> None:
         """Show the request."""
-        self._render(self._pending())
+        found = self._pending()
+        self._check_consenter()
+        self._render(found)
+
+    def _check_consenter(self) -> None:
+        """A 403 page saying why, for a user who may not allow clients here (see
+        :meth:`OAuthServer.consent_refused`)."""
+        user = self.current_user
+        refused = self.oauth.consent_refused(getattr(user, "username", None) or str(user))
+        if refused is not None:
+            raise web.HTTPError(403, "%s", refused)
 
     @web.authenticated
     @authorized("execute")
@@ -422,6 +443,8 @@ class ConsentHandler(OAuthHandlerMixin, JupyterHandler):
         """The user's answer: back to the client with a code, or with ``access_denied``."""
         found = self._pending()
         allow = self.get_body_argument("decision", "") == "allow"
+        if allow:
+            self._check_consenter()
         offered = found.requested.toolsets or self.oauth.served_toolsets()
         chosen = frozenset(self.get_body_arguments("toolset"))
         user = self.current_user
@@ -473,6 +496,7 @@ class ConsentHandler(OAuthHandlerMixin, JupyterHandler):
             action=self.request.path,
             access_hours=settings.access_token_lifetime / 3600,
             refresh_days=settings.refresh_token_lifetime / 86400,
+            grant_days=settings.grant_lifetime / 86400,
             error=error,
         )
         self.finish(page)

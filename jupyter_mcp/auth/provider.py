@@ -13,7 +13,9 @@ Nothing here imports tornado: :mod:`.handlers` is the HTTP side.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
+import os
 import secrets
 import time
 from collections.abc import Callable
@@ -68,6 +70,13 @@ CODE_LIFETIME = 60.0
 CONSENT_LIFETIME = 600.0
 #: Requests and codes held at most (each is a few hundred bytes; anyone can make requests).
 MAX_PENDING = 1000
+#: Dynamically registered clients kept (in memory) until their first grant; beyond it the
+#: oldest go. Registration needs no login and any web page may send one, so a client is
+#: written to the grants file only with its first grant: registrations alone cannot grow it.
+MAX_UNGRANTED_CLIENTS = 1000
+#: The largest registration kept, as JSON, and the most redirect URIs one may list.
+MAX_REGISTRATION_BYTES = 4096
+MAX_REDIRECT_URIS = 10
 #: Where each endpoint is, under the issuer.
 ENDPOINTS = {
     "authorize": "mcp/oauth/authorize",
@@ -301,6 +310,11 @@ class OAuthSettings:
 
     access_token_lifetime: float = 3600.0
     refresh_token_lifetime: float = 30 * 86400.0
+    #: The longest a grant lasts from the consent, however often it is refreshed.
+    grant_lifetime: float = 90 * 86400.0
+    #: Under JupyterHub, whether users other than the server's owner (those it is shared
+    #: with, admins) may allow clients here.
+    consent_by_others: bool = False
     dynamic_registration: bool = True
     allow_insecure_client_metadata: bool = False
     public_url: str = ""
@@ -330,6 +344,8 @@ class OAuthServer:
         self._pending: dict[str, PendingAuthorization] = {}
         self._codes: dict[str, _Code] = {}
         self._spent: dict[str, _Spent] = {}
+        #: Registered clients without a grant yet, oldest first (see MAX_UNGRANTED_CLIENTS).
+        self._ungranted: dict[str, dict[str, Any]] = {}
         self._flusher: asyncio.Task[None] | None = None
 
     @property
@@ -453,14 +469,20 @@ class OAuthServer:
                         )
                 log.info("jupyter_mcp: client %s unusable: %s", client_id, e)
                 return None
-        record = self.store.client(client_id, self.server_id)
+        record = self.store.client(client_id, self.server_id) or self._ungranted.get(client_id)
         if record is None:
             return None
         return ClientRecord.model_validate({**record, "registration": "dynamic"})
 
     async def register(self, client: OAuthClientInformationFull) -> None:
-        """Keep a dynamically registered client, refused with the RFC 7591 error when its
-        redirect URIs or scopes are not acceptable."""
+        """Keep a dynamically registered client (in memory until its first grant), refused
+        with the RFC 7591 error when it is too large or its redirect URIs or scopes are not
+        acceptable."""
+        if len(client.redirect_uris or []) > MAX_REDIRECT_URIS:
+            raise RegistrationError(
+                "invalid_client_metadata",
+                f"A client may register {MAX_REDIRECT_URIS} redirect URIs at most",
+            )
         for uri in client.redirect_uris or []:
             problem = redirect_uri_problem(str(uri))
             if problem:
@@ -471,7 +493,20 @@ class OAuthServer:
             except ScopeError as e:
                 raise RegistrationError("invalid_client_metadata", str(e)) from None
         record = client.model_dump(mode="json", exclude_none=True)
-        await asyncio.to_thread(self.store.add_client, record, self.server_id)
+        size = len(json.dumps(record))
+        if size > MAX_REGISTRATION_BYTES:
+            raise RegistrationError(
+                "invalid_client_metadata",
+                f"The registration is {size} bytes as JSON; at most {MAX_REGISTRATION_BYTES} "
+                "are kept",
+            )
+        self._ungranted[record["client_id"]] = {
+            **record,
+            "server": self.server_id,
+            "registered": self.clock(),
+        }
+        while len(self._ungranted) > MAX_UNGRANTED_CLIENTS:
+            del self._ungranted[next(iter(self._ungranted))]
 
     # -- the authorization request and the user's answer -----------------------------------
 
@@ -504,6 +539,23 @@ class OAuthServer:
         self._drop_expired(self.clock())
         found = self._pending.get(request_id)
         return found if found is not None and found.site == site else None
+
+    def consent_refused(self, user: str) -> str | None:
+        """Why ``user`` may not allow clients on this server, or None when they may.
+
+        Under JupyterHub others than the server's owner may reach it (a share, an admin with
+        ``access:servers``); a grant they made would let a client act as the owner, for as
+        long as it is refreshed. Only the owner (``$JUPYTERHUB_USER``) allows, unless the
+        ``consent_by_others`` setting says otherwise.
+        """
+        owner = os.environ.get("JUPYTERHUB_USER", "")
+        if not owner or self.settings.consent_by_others or user == owner:
+            return None
+        return (
+            f"Only {owner}, whose server this is, can allow clients to use it; you are signed "
+            f"in as {user}. (The server's c.JupyterMCP.oauth_allow_consent_by_others setting "
+            "lets others allow.)"
+        )
 
     def decide(
         self,
@@ -539,6 +591,9 @@ class OAuthServer:
                 state=params.state,
                 iss=issuer,
             )
+        refused = self.consent_refused(user)
+        if refused is not None:
+            raise ValueError(refused)
         requested = found.requested
         offered = requested.toolsets if requested.toolsets is not None else self.served_toolsets()
         if toolsets is not None:
@@ -643,13 +698,16 @@ class OAuthServer:
             created=self.clock(),
             grant_types=found.grant_types,
         )
-        lifetime = self.settings.access_token_lifetime
+        lifetime, refresh_lifetime = self._lifetimes(grant)
         issued = await asyncio.to_thread(
             self.store.add_grant,
             grant,
             access_lifetime=lifetime,
-            refresh_lifetime=self.settings.refresh_token_lifetime if refresh else lifetime,
+            refresh_lifetime=refresh_lifetime if refresh else lifetime,
+            # A registered client is written with its first grant (see register).
+            client=self._ungranted.get(client.client_id),
         )
+        self._ungranted.pop(client.client_id, None)
         self._spent[digest(code.code)] = _Spent(grant.id, self.clock() + 10 * CODE_LIFETIME)
         log.info(
             "jupyter_mcp: %s allowed %s (%s) the scopes %s",
@@ -696,18 +754,34 @@ class OAuthServer:
                 f"The grant allows {granted.describe()} ({' '.join(grant.scopes)}); a refreshed "
                 f"token cannot have more ({' '.join(asked)})",
             )
-        lifetime = self.settings.access_token_lifetime
+        lifetime, refresh_lifetime = self._lifetimes(grant)
+        if refresh_lifetime <= 0:
+            raise TokenError(
+                "invalid_grant",
+                f"This grant has reached its end ({self.settings.grant_lifetime / 86400:g} days "
+                "after the user allowed it, however often it is refreshed): authorize again",
+            )
         issued = await asyncio.to_thread(
             self.store.rotate,
             grant.id,
             refresh.token,
             asked,
             access_lifetime=lifetime,
-            refresh_lifetime=self.settings.refresh_token_lifetime,
+            refresh_lifetime=refresh_lifetime,
         )
         if issued is None:
             raise TokenError("invalid_grant", "This refresh token was already used")
         return _token_answer(issued, lifetime, True)
+
+    def _lifetimes(self, grant: Grant) -> tuple[float, float]:
+        """How long the next access and refresh tokens of ``grant`` last: as the settings say,
+        and never past the grant's end (its creation plus ``grant_lifetime``), so that a
+        client refreshing forever does not keep a consent (a share, an admin's) forever."""
+        left = grant.created + self.settings.grant_lifetime - self.clock()
+        return (
+            min(self.settings.access_token_lifetime, max(left, 0.0)),
+            min(self.settings.refresh_token_lifetime, left),
+        )
 
     # -- the resource: /mcp ----------------------------------------------------------------
 

@@ -2,7 +2,8 @@
 
 A pure domain module (no tornado, no tool context): :func:`open_repository` finds the
 repository that contains a folder and holds that repository's lock while a
-:class:`GitProject` works on it, so git work is serialised per repository. Every git command
+:class:`GitProject` works on it, so a change of a repository never meets another git operation
+on it (reads share the lock with each other). Every git command
 runs non-interactively (no terminal, no credential prompt, no editor, a timeout), and every
 operation that could lose work is refused with git's own reason and leaves the working tree,
 the index and HEAD as they were.
@@ -76,6 +77,10 @@ _BASE_ENV = {
     "GIT_HTTP_LOW_SPEED_TIME": "20",
 }
 
+#: Added for a reader: git then skips the locks it takes only to tidy up (``git status``
+#: refreshing the index), so readers sharing the repository never meet on ``index.lock``.
+_READ_ONLY_ENV = {"GIT_OPTIONAL_LOCKS": "0"}
+
 _CONFIG = ["-c", "core.quotepath=off", "-c", "color.ui=false", "-c", "credential.interactive=never"]
 
 #: Called with the files an operation is about to rewrite, before it touches any: a context
@@ -87,15 +92,60 @@ def _unprotected(paths: list[Path]) -> contextlib.AbstractContextManager[Any]:
     return contextlib.nullcontext()
 
 
+class RepositoryLock:
+    """One repository's lock: operations that only read it hold it together, one that
+    changes it holds it alone.
+
+    Reads (status, history, diffs) change nothing git keeps (they run with optional locks
+    off), so they need not wait for each other; serialising them made thirty agents' reads
+    queue behind one another for minutes. A change waits until the reads under way end,
+    and reads that come while it waits wait for it, so a stream of reads never starves it.
+    """
+
+    def __init__(self) -> None:
+        self._changed = threading.Condition()
+        self._readers = 0
+        self._writing = False
+        self._writers_waiting = 0
+
+    def acquire(self, *, shared: bool, timeout: float) -> bool:
+        """Take the lock (``shared`` for a read); False when ``timeout`` seconds passed."""
+        with self._changed:
+            if shared:
+                free = lambda: not self._writing and not self._writers_waiting  # noqa: E731
+                if not self._changed.wait_for(free, timeout):
+                    return False
+                self._readers += 1
+                return True
+            self._writers_waiting += 1
+            try:
+                alone = lambda: not self._writing and not self._readers  # noqa: E731
+                if not self._changed.wait_for(alone, timeout):
+                    return False
+                self._writing = True
+                return True
+            finally:
+                self._writers_waiting -= 1
+                self._changed.notify_all()  # readers held back by this writer may go on
+
+    def release(self, *, shared: bool) -> None:
+        with self._changed:
+            if shared:
+                self._readers -= 1
+            else:
+                self._writing = False
+            self._changed.notify_all()
+
+
 _locks_guard = threading.Lock()
-_locks: dict[str, threading.Lock] = {}
+_locks: dict[str, RepositoryLock] = {}
 
 
-def _repository_lock(key: str) -> threading.Lock:
+def _repository_lock(key: str) -> RepositoryLock:
     with _locks_guard:
         lock = _locks.get(key)
         if lock is None:
-            lock = _locks[key] = threading.Lock()
+            lock = _locks[key] = RepositoryLock()
         return lock
 
 
@@ -105,11 +155,15 @@ def not_a_repository(root: Path) -> ToolError:
 
 
 @contextlib.contextmanager
-def open_repository(root: Path, protect: Protect | None = None) -> Iterator[GitProject]:
+def open_repository(
+    root: Path, protect: Protect | None = None, *, read_only: bool = False
+) -> Iterator[GitProject]:
     """The repository containing ``root``, locked for this caller until the block ends.
 
     ``protect`` is given the files of the project a branch switch, pull or merge is about to
-    rewrite in the working tree; it may refuse (raise) before anything changed.
+    rewrite in the working tree; it may refuse (raise) before anything changed. A
+    ``read_only`` caller only reads the repository: it shares the lock with other readers,
+    and its git commands take no optional locks (``git status`` leaves the index alone).
     """
     root = Path(os.path.realpath(root))
     if _IMPORT_ERROR is not None:
@@ -125,12 +179,12 @@ def open_repository(root: Path, protect: Protect | None = None) -> Iterator[GitP
         if not is_inside(worktree, root):
             raise not_a_repository(root)
         lock = _repository_lock(os.path.realpath(repo.common_dir))
-        if not lock.acquire(timeout=LOCK_TIMEOUT):
+        if not lock.acquire(shared=read_only, timeout=LOCK_TIMEOUT):
             raise ToolError("Git is busy: another operation on this repository did not finish")
         try:
-            yield GitProject(repo, root, worktree, protect)
+            yield GitProject(repo, root, worktree, protect, read_only=read_only)
         finally:
-            lock.release()
+            lock.release(shared=read_only)
     finally:
         repo.close()
 
@@ -168,9 +222,17 @@ class GitProject:
     """One repository seen from the project root; use it only inside :func:`open_repository`."""
 
     def __init__(
-        self, repo: Any, root: Path, worktree: Path, protect: Protect | None = None
+        self,
+        repo: Any,
+        root: Path,
+        worktree: Path,
+        protect: Protect | None = None,
+        *,
+        read_only: bool = False,
     ) -> None:
         self.repo = repo
+        #: Opened to read only (the lock shared with other readers): no optional locks.
+        self.read_only = read_only
         self.protect: Protect = protect or _unprotected
         self.root = root
         self.worktree = worktree
@@ -203,7 +265,9 @@ class GitProject:
                 command,
                 with_extended_output=True,
                 with_exceptions=False,
-                env={**_BASE_ENV, **(env or {})},
+                env={**_BASE_ENV, **_READ_ONLY_ENV, **(env or {})}
+                if self.read_only
+                else {**_BASE_ENV, **(env or {})},
                 kill_after_timeout=timeout,
                 strip_newline_in_stdout=False,
                 stdout_as_string=not raw,

@@ -187,7 +187,7 @@ class Prompts:
 
     def _revisions(self, scope: Scope, value: str) -> types.Completion:
         try:
-            with open_repository(scope.ctx.root_dir) as repo:
+            with open_repository(scope.ctx.root_dir, read_only=True) as repo:
                 names = ["HEAD", *repo.local_branches(), *repo.tags(), *repo.remote_branches()]
         except ToolError:
             return completion([])
@@ -507,7 +507,7 @@ def hidden_state(cells: list[dict[str, Any]]) -> list[str]:
 
 def _working_tree_diff(scope: Scope, base: str) -> tuple[str, list[str], bool]:
     """The diff of every changed file since ``base``, the files, and whether it was cut."""
-    with open_repository(scope.ctx.root_dir) as repo:
+    with open_repository(scope.ctx.root_dir, read_only=True) as repo:
         files = repo.changed_since(base)
         parts: list[str] = []
         size = 0

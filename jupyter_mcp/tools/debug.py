@@ -86,8 +86,8 @@ _DEBUG_ACTIONS = [
 
 @tools.tool(
     "debug_session",
-    "Debug a notebook's code in its kernel with ipykernel's debugger, shared with "
-    "JupyterLab's when the user has it on. start: debugger on, with the breakpoints of "
+    "Debug a notebook's code with its kernel's debugger (ipykernel's, xeus-python's), shared "
+    "with JupyterLab's when the user has it on. start: debugger on, with the breakpoints of "
     "toggle_debugger_breakpoint (in the notebook and the .py files it imports). run_cell "
     "answers when the cell stops (state 'stopped', where: {cellId, line 0-based in the cell, "
     "viewLine 1-based}, frameId), finishes ('finished', outputs) or runs past timeoutMs "

@@ -57,9 +57,12 @@ def _protect_files(ctx: ToolContext, paths: list[Path]) -> Iterator[None]:
         yield
 
 
-def _with_repo(ctx: ToolContext, work: Callable[[GitProject], Any]) -> Any:
+def _with_repo(
+    ctx: ToolContext, work: Callable[[GitProject], Any], *, read_only: bool = False
+) -> Any:
+    """``work`` on the project's repository; a ``read_only`` one alongside other reads."""
     protect = functools.partial(_protect_files, ctx)
-    with open_repository(ctx.root_dir, protect) as repo:
+    with open_repository(ctx.root_dir, protect, read_only=read_only) as repo:
         result = work(repo)
     if isinstance(result, dict):
         for path in result.pop("_changed", []):
@@ -77,7 +80,7 @@ def _with_repo(ctx: ToolContext, work: Callable[[GitProject], Any]) -> Any:
 )
 def get_project_vcs_status(ctx: ToolContext) -> list[dict[str, Any]]:
     """The project's changed files."""
-    return _with_repo(ctx, lambda repo: repo.status())
+    return _with_repo(ctx, lambda repo: repo.status(), read_only=True)
 
 
 @tools.tool(
@@ -91,7 +94,7 @@ def get_project_vcs_status(ctx: ToolContext) -> list[dict[str, Any]]:
 )
 def find_commit_by_message(ctx: ToolContext, text: str) -> list[str]:
     """Full hashes of the matching commits."""
-    return _with_repo(ctx, lambda repo: repo.find_commits(text))
+    return _with_repo(ctx, lambda repo: repo.find_commits(text), read_only=True)
 
 
 @tools.tool(
@@ -107,7 +110,7 @@ def get_file_history(
     ctx: ToolContext, pathInProject: str, maxEntries: int = 100
 ) -> list[dict[str, Any]]:
     """The file's commits."""
-    return _with_repo(ctx, lambda repo: repo.history(pathInProject, maxEntries))
+    return _with_repo(ctx, lambda repo: repo.history(pathInProject, maxEntries), read_only=True)
 
 
 @tools.tool(
@@ -128,7 +131,7 @@ def get_file_diff(
     ctx: ToolContext, pathInProject: str, commit1: str | None = None, commit2: str | None = None
 ) -> str:
     """The diff text."""
-    return _with_repo(ctx, lambda repo: repo.diff(pathInProject, commit1, commit2))
+    return _with_repo(ctx, lambda repo: repo.diff(pathInProject, commit1, commit2), read_only=True)
 
 
 @tools.tool(
@@ -140,7 +143,7 @@ def get_file_diff(
 )
 def get_branch_info(ctx: ToolContext) -> dict[str, Any]:
     """Current and available branches."""
-    return _with_repo(ctx, lambda repo: repo.branch_info())
+    return _with_repo(ctx, lambda repo: repo.branch_info(), read_only=True)
 
 
 @tools.tool(
@@ -153,7 +156,7 @@ def get_branch_info(ctx: ToolContext) -> dict[str, Any]:
 )
 def get_commit_details(ctx: ToolContext, commitHash: str) -> dict[str, Any]:
     """The commit's metadata and changed files."""
-    return _with_repo(ctx, lambda repo: repo.commit_details(commitHash))
+    return _with_repo(ctx, lambda repo: repo.commit_details(commitHash), read_only=True)
 
 
 @tools.tool(

@@ -9,6 +9,7 @@ browser tests do that). "Changes nothing" is checked on the grants file on disk.
 from __future__ import annotations
 
 import html
+import json
 import re
 import time
 from typing import Any
@@ -783,3 +784,184 @@ async def test_a_registered_client_cannot_make_the_server_an_open_redirector(
     assert back["error"] == error and back["state"] == "s1"
     assert back["iss"] == server.issuer
     assert "evil.example" in answer.text  # the link names where it goes
+
+
+# --- how long a grant lasts, and who may make one -----------------------------------------
+
+DAY = 86400.0
+
+
+async def test_refreshing_never_carries_a_grant_past_its_lifetime(
+    server: Server, authorize: Any
+) -> None:
+    # A client refreshing every 29 days kept a grant forever (each refresh token lasts 30);
+    # the grant now ends 90 days after the consent, however often it is refreshed.
+    grant = await authorize()
+    tokens = (await exchange(server, grant)).json()
+    [record] = server.stored()["grants"].values()
+    start = time.time()
+    refreshed = []
+    for days in (29, 58, 87):
+        server.oauth.clock = lambda days=days: start + days * DAY
+        answer = await token_request(
+            server,
+            grant_type="refresh_token",
+            refresh_token=tokens["refresh_token"],
+            client_id=grant.client_id,
+        )
+        assert answer.status_code == 200, (days, answer.text)
+        tokens = answer.json()
+        refreshed.append(server.stored()["grants"][record["id"]]["refresh_expires"])
+
+    # Until then the refresh tokens last their 30 days; the last one ends with the grant.
+    assert refreshed[0] == pytest.approx(start + 59 * DAY, abs=60)
+    assert refreshed[-1] == pytest.approx(record["created"] + 90 * DAY, abs=1)
+    server.oauth.clock = lambda: start + 91 * DAY
+    late = await token_request(
+        server,
+        grant_type="refresh_token",
+        refresh_token=tokens["refresh_token"],
+        client_id=grant.client_id,
+    )
+    assert late.status_code == 400
+    assert late.json()["error"] == "invalid_grant"
+
+
+@pytest.fixture
+def consent_page(server: Server, client_site: ClientSite) -> Any:
+    """``await consent_page()``: the consent page's URL of a fresh authorization request."""
+
+    async def _consent_page() -> str:
+        answer = await authorize_url(server, **params(client_site, server))
+        assert answer.status_code == 302, answer.text
+        return str(answer.headers["Location"])
+
+    return _consent_page
+
+
+async def test_under_jupyterhub_only_the_servers_owner_may_allow(
+    server: Server, consent_page: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Someone the server is shared with (or an admin) reaches it too; the client they allow
+    # would act as alice. The test's Jupyter token user is not alice.
+    monkeypatch.setenv("JUPYTERHUB_USER", "alice")
+    auth = {"Authorization": f"token {server.token}"}
+    url = await consent_page()
+
+    async with httpx2.AsyncClient() as http:
+        page = await http.get(url, headers=auth)
+        posted = await http.post(
+            url.split("?")[0],
+            content=urlencode(
+                {"request": parse_qs(urlsplit(url).query)["request"][0], "decision": "allow"}
+            ),
+            headers={**auth, "Content-Type": "application/x-www-form-urlencoded"},
+        )
+
+    assert page.status_code == 403
+    assert "Only alice, whose server this is" in html.unescape(page.text)
+    assert posted.status_code == 403 and "Location" not in posted.headers
+    assert server.stored().get("grants", {}) == {}
+
+
+async def test_the_setting_lets_others_allow_under_jupyterhub(
+    server: Server, authorize: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import dataclasses
+
+    monkeypatch.setenv("JUPYTERHUB_USER", "alice")
+    server.oauth.settings = dataclasses.replace(server.oauth.settings, consent_by_others=True)
+
+    grant = await authorize()
+
+    assert (await exchange(server, grant)).status_code == 200
+
+
+# --- registrations cannot grow the grants file ----------------------------------------------
+
+
+async def test_a_thousand_registrations_leave_the_grants_file_as_it_was(
+    server: Server, client_site: ClientSite
+) -> None:
+    # Registration needs no login and any web page may send one: registered clients are
+    # kept in memory (the newest, a bounded number) and written with their first grant.
+    from jupyter_mcp.auth import provider
+
+    async with httpx2.AsyncClient() as http:
+        for n in range(1000):
+            answer = await http.post(
+                server.endpoint("register"),
+                json={
+                    "redirect_uris": [client_site.callback_url],
+                    "client_name": f"client {n} " + "x" * 2000,
+                },
+            )
+            assert answer.status_code == 201, answer.text
+    last = answer.json()["client_id"]
+
+    assert not server.file.exists()
+    assert len(server.oauth._ungranted) <= provider.MAX_UNGRANTED_CLIENTS
+    # The newest is still known: its authorization request goes on to the consent page.
+    answer = await authorize_url(server, **params(client_site, server, client_id=last))
+    assert answer.status_code == 302 and "/mcp/oauth/consent?" in answer.headers["Location"]
+    assert not server.file.exists()
+
+
+async def test_a_registered_client_is_written_with_its_first_grant(
+    server: Server, client_site: ClientSite, authorize: Any
+) -> None:
+    registered = await register(
+        server,
+        redirect_uris=[client_site.callback_url],
+        client_name="Registered",
+        token_endpoint_auth_method="none",
+    )
+    client_id = registered.json()["client_id"]
+    assert not server.file.exists()
+
+    grant = await authorize(client_id)
+    assert (await exchange(server, grant)).status_code == 200
+
+    stored = server.stored()
+    assert list(stored["clients"]) == [client_id]
+    assert stored["clients"][client_id]["client_name"] == "Registered"
+    assert client_id not in server.oauth._ungranted
+
+
+@pytest.mark.parametrize(
+    ("body", "headers", "says"),
+    [
+        (
+            json.dumps({"redirect_uris": ["https://app.example/cb"], "client_name": "x"}),
+            {"Content-Type": "text/plain"},
+            "application/json, not text/plain",
+        ),
+        (
+            json.dumps(
+                {
+                    "redirect_uris": [f"https://app.example/{n}" for n in range(11)],
+                    "client_name": "x",
+                }
+            ),
+            {"Content-Type": "application/json"},
+            "10 redirect URIs at most",
+        ),
+        (
+            json.dumps({"redirect_uris": ["https://app.example/cb"], "client_name": "x" * 5000}),
+            {"Content-Type": "application/json"},
+            "at most 4096 are kept",
+        ),
+    ],
+    ids=["text/plain", "11 redirect URIs", "5 KiB"],
+)
+async def test_an_unacceptable_registration_is_refused(
+    server: Server, body: str, headers: dict[str, str], says: str
+) -> None:
+    async with httpx2.AsyncClient() as http:
+        answer = await http.post(server.endpoint("register"), content=body, headers=headers)
+
+    assert answer.status_code == 400, answer.text
+    assert answer.json()["error"] == "invalid_client_metadata"
+    assert says in answer.json()["error_description"]
+    assert server.oauth._ungranted == {}
+    assert not server.file.exists()

@@ -510,6 +510,56 @@ async def test_concurrent_commits_are_serialised(call, repo):
     assert git(repo, "status", "--porcelain") == ""
 
 
+def test_reads_of_a_repository_run_together_and_a_change_waits_for_them(tmp_path: Path) -> None:
+    # Thirty agents' status, history and diff calls once queued behind one another for
+    # minutes ("Git is busy"): reads share the repository, a change has it alone.
+    from jupyter_mcp.git.repo import open_repository
+
+    repo = init_repo(tmp_path)
+    commit_file(repo, "a.txt", "a\n", "First")
+    reading, release = threading.Event(), threading.Event()
+
+    def long_read() -> None:
+        with open_repository(repo, read_only=True) as project:
+            assert project.status() == []
+            reading.set()
+            assert release.wait(120)
+
+    def change(done: threading.Event) -> None:
+        with open_repository(repo):
+            done.set()
+
+    def read(done: threading.Event) -> None:
+        with open_repository(repo, read_only=True) as project:
+            project.history("a.txt", 10)
+            done.set()
+
+    first = threading.Thread(target=long_read)
+    first.start()
+    try:
+        assert reading.wait(120)
+        # When a read is under way, another read runs at once
+        assert (tmp_path / "a.txt").read_text() == "a\n"
+        alongside = threading.Event()
+        read(alongside)
+        assert alongside.is_set()
+        # A change waits for the reads to end, and a read that comes meanwhile waits for it
+        changed, late = threading.Event(), threading.Event()
+        writer = threading.Thread(target=change, args=(changed,))
+        writer.start()
+        assert not changed.wait(1)
+        reader = threading.Thread(target=read, args=(late,))
+        reader.start()
+        assert not late.wait(1)
+    finally:
+        release.set()
+        first.join(120)
+    # Then, the read over, the change runs, and the late read after it
+    assert changed.wait(120) and late.wait(120)
+    writer.join(120)
+    reader.join(120)
+
+
 async def test_git_work_runs_off_the_event_loop(ok, call, repo):
     # A pre-commit hook that waits until the test lets it go: while it waits, other calls
     # are answered, so the commit is not holding the server's event loop.

@@ -124,6 +124,14 @@ async def test_a_bash_notebook_runs_in_bash_and_every_kernel_tool_answers_for_ba
             client, "execute_code_in_kernel", pathInProject="shell.ipynb", code="echo after"
         )
         assert after["status"] == "ok" and after["outputs"][0]["text"] == "after\n"
+        interrupted = await answer_of(
+            client, "kernel_action", action="interrupt", pathInProject="shell.ipynb"
+        )
+        assert interrupted["name"] == "bash"
+        still = await answer_of(
+            client, "execute_code_in_kernel", pathInProject="shell.ipynb", code="echo $greeting"
+        )
+        assert still["outputs"][0]["text"] == "hi\n"  # the same shell, its variables kept
         # And what bash cannot do is said, not faked
         message = await _error(client, "get_kernel_variables", pathInProject="shell.ipynb")
         assert "(bash_kernel) cannot list its variables" in message, message
@@ -244,7 +252,7 @@ async def test_an_r_notebook_runs_in_irkernel_with_rs_errors_completions_and_int
         assert saved.metadata.language_info["name"] == "R"
         assert saved.cells[0].outputs[0]["data"]["text/plain"] == "[1] 2"
         await answer_of(
-            client, "edit_notebook_cell", pathInProject="stats.ipynb", cellId="c2", source="mea"
+            client, "edit_notebook_cell", pathInProject="stats.ipynb", cellId="c2", source="mean"
         )
         completed = await answer_of(
             client,
@@ -252,10 +260,12 @@ async def test_an_r_notebook_runs_in_irkernel_with_rs_errors_completions_and_int
             pathInProject="stats.ipynb",
             cellId="c2",
             line=0,
-            character=3,
+            character=4,
             inspect=True,
         )
         assert "mean" in completed["matches"]
+        assert "mean.Date" in completed["matches"]
+        assert "Arithmetic Mean" in completed["documentation"], completed["documentation"]
         slow = await answer_of(
             client,
             "execute_code_in_kernel",
