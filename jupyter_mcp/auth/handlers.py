@@ -322,6 +322,17 @@ class RegistrationEndpointHandler(OAuthEndpointHandler):
 
     @allow_unauthenticated
     async def post(self) -> None:
+        # RFC 7591 registrations are JSON. A web page may post text/plain cross-site without
+        # a CORS preflight; insisting on the JSON type makes a browser ask first.
+        kind = self.request.headers.get("Content-Type", "").split(";")[0].strip().lower()
+        if kind != "application/json":
+            oauth_error(
+                self,
+                400,
+                "invalid_client_metadata",
+                f"A registration is sent as application/json, not {kind or 'no content type'}",
+            )
+            return
         await self.serve()
 
 

@@ -13,6 +13,7 @@ Nothing here imports tornado: :mod:`.handlers` is the HTTP side.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import os
 import secrets
@@ -69,6 +70,13 @@ CODE_LIFETIME = 60.0
 CONSENT_LIFETIME = 600.0
 #: Requests and codes held at most (each is a few hundred bytes; anyone can make requests).
 MAX_PENDING = 1000
+#: Dynamically registered clients kept (in memory) until their first grant; beyond it the
+#: oldest go. Registration needs no login and any web page may send one, so a client is
+#: written to the grants file only with its first grant: registrations alone cannot grow it.
+MAX_UNGRANTED_CLIENTS = 1000
+#: The largest registration kept, as JSON, and the most redirect URIs one may list.
+MAX_REGISTRATION_BYTES = 4096
+MAX_REDIRECT_URIS = 10
 #: Where each endpoint is, under the issuer.
 ENDPOINTS = {
     "authorize": "mcp/oauth/authorize",
@@ -336,6 +344,8 @@ class OAuthServer:
         self._pending: dict[str, PendingAuthorization] = {}
         self._codes: dict[str, _Code] = {}
         self._spent: dict[str, _Spent] = {}
+        #: Registered clients without a grant yet, oldest first (see MAX_UNGRANTED_CLIENTS).
+        self._ungranted: dict[str, dict[str, Any]] = {}
         self._flusher: asyncio.Task[None] | None = None
 
     @property
@@ -459,14 +469,20 @@ class OAuthServer:
                         )
                 log.info("jupyter_mcp: client %s unusable: %s", client_id, e)
                 return None
-        record = self.store.client(client_id, self.server_id)
+        record = self.store.client(client_id, self.server_id) or self._ungranted.get(client_id)
         if record is None:
             return None
         return ClientRecord.model_validate({**record, "registration": "dynamic"})
 
     async def register(self, client: OAuthClientInformationFull) -> None:
-        """Keep a dynamically registered client, refused with the RFC 7591 error when its
-        redirect URIs or scopes are not acceptable."""
+        """Keep a dynamically registered client (in memory until its first grant), refused
+        with the RFC 7591 error when it is too large or its redirect URIs or scopes are not
+        acceptable."""
+        if len(client.redirect_uris or []) > MAX_REDIRECT_URIS:
+            raise RegistrationError(
+                "invalid_client_metadata",
+                f"A client may register {MAX_REDIRECT_URIS} redirect URIs at most",
+            )
         for uri in client.redirect_uris or []:
             problem = redirect_uri_problem(str(uri))
             if problem:
@@ -477,7 +493,20 @@ class OAuthServer:
             except ScopeError as e:
                 raise RegistrationError("invalid_client_metadata", str(e)) from None
         record = client.model_dump(mode="json", exclude_none=True)
-        await asyncio.to_thread(self.store.add_client, record, self.server_id)
+        size = len(json.dumps(record))
+        if size > MAX_REGISTRATION_BYTES:
+            raise RegistrationError(
+                "invalid_client_metadata",
+                f"The registration is {size} bytes as JSON; at most {MAX_REGISTRATION_BYTES} "
+                "are kept",
+            )
+        self._ungranted[record["client_id"]] = {
+            **record,
+            "server": self.server_id,
+            "registered": self.clock(),
+        }
+        while len(self._ungranted) > MAX_UNGRANTED_CLIENTS:
+            del self._ungranted[next(iter(self._ungranted))]
 
     # -- the authorization request and the user's answer -----------------------------------
 
@@ -675,7 +704,10 @@ class OAuthServer:
             grant,
             access_lifetime=lifetime,
             refresh_lifetime=refresh_lifetime if refresh else lifetime,
+            # A registered client is written with its first grant (see register).
+            client=self._ungranted.get(client.client_id),
         )
+        self._ungranted.pop(client.client_id, None)
         self._spent[digest(code.code)] = _Spent(grant.id, self.clock() + 10 * CODE_LIFETIME)
         log.info(
             "jupyter_mcp: %s allowed %s (%s) the scopes %s",

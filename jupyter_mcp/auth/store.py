@@ -10,8 +10,10 @@ share it: a change is made under an exclusive lock on ``oauth.json.lock``, over 
 is on disk then, and each reader notices another process's change by the file's stamp (one
 ``stat`` per check), so a grant revoked anywhere fails its next request everywhere.
 
-Dynamically registered clients are kept here too (their secret, if they asked for one, as
-issued: a client secret gets nothing without a grant's refresh token, which is hashed).
+Dynamically registered clients are kept here too, from their first grant on (until then the
+provider holds them in memory: registration needs no login, so registrations alone must not
+grow this file), their secret, if they asked for one, as issued: a client secret gets nothing
+without a grant's refresh token, which is hashed.
 
 Nothing here knows HTTP or OAuth's wire formats; the provider (:mod:`.provider`) does.
 """
@@ -46,7 +48,8 @@ VERSION = 1
 #: Prefixes of the tokens this server issues: recognisable at a glance and by secret scanners.
 ACCESS_PREFIX = "jmcp_at_"
 REFRESH_PREFIX = "jmcp_rt_"
-#: Dynamically registered clients kept at most; beyond it the oldest without a grant go.
+#: Dynamically registered clients kept at most; beyond it the oldest without a grant go (a
+#: client is written with its first grant, so those are clients whose grants all ended).
 MAX_CLIENTS = 500
 #: Live access tokens per grant: the newest and the one before it (a client that refreshed
 #: while a request with the old one was on its way is not failed).
@@ -319,25 +322,34 @@ class GrantStore:
             raise StoreError(f"Cannot write {self.path}: {e}") from e
         self._state = self._read()
 
-    def add_client(self, record: dict[str, Any], server: str) -> None:
-        """Keep a dynamically registered client (for ``server``)."""
+    def add_grant(
+        self,
+        grant: Grant,
+        *,
+        access_lifetime: float,
+        refresh_lifetime: float,
+        client: dict[str, Any] | None = None,
+    ) -> Issued:
+        """Keep a new grant and make its first tokens; ``client`` is the record of the
+        dynamically registered client it is for, kept from now on if it was not yet."""
         with self._changing() as work:
-            clients = work.clients
-            clients[record["client_id"]] = {**record, "server": server, "registered": self.clock()}
-            if len(clients) > MAX_CLIENTS:
-                used = {g.client_id for g in work.grants.values()}
-                idle = sorted(
-                    (c for c in clients.values() if c["client_id"] not in used),
-                    key=lambda c: c.get("registered", 0),
-                )
-                for old in idle[: len(clients) - MAX_CLIENTS]:
-                    del clients[old["client_id"]]
-
-    def add_grant(self, grant: Grant, *, access_lifetime: float, refresh_lifetime: float) -> Issued:
-        """Keep a new grant and make its first tokens."""
-        with self._changing() as work:
+            if client is not None and client["client_id"] not in work.clients:
+                self._keep_client(work, client)
             work.grants[grant.id] = grant
             return self._issue(grant, grant.scopes, access_lifetime, refresh_lifetime)
+
+    @staticmethod
+    def _keep_client(work: _Work, record: dict[str, Any]) -> None:
+        clients = work.clients
+        clients[record["client_id"]] = record
+        if len(clients) > MAX_CLIENTS:
+            used = {g.client_id for g in work.grants.values()}
+            idle = sorted(
+                (c for c in clients.values() if c["client_id"] not in used),
+                key=lambda c: c.get("registered", 0),
+            )
+            for old in idle[: len(clients) - MAX_CLIENTS]:
+                del clients[old["client_id"]]
 
     def rotate(
         self,

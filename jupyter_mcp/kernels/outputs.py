@@ -37,6 +37,9 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 _CONTROL_BUT_ESCAPE = re.compile(r"[\x00-\x08\x0b-\x1a\x1c-\x1f\x7f]")
 # Lone surrogates: a kernel that decoded bytes with ``surrogateescape`` can send them.
 _SURROGATE = re.compile(r"[\ud800-\udfff]")
+# Overstrike, the underline (``_\bA``) and bold (``A\bA``) of terminal manual pages, which R's
+# help (IRkernel's inspection) and ``man`` output still use.
+_OVERSTRIKE = re.compile(r"_\x08(.)|(.)\x08\2")
 
 
 def _joined(value: Any) -> str:
@@ -55,6 +58,8 @@ def readable_text(text: str, *, colours: bool = False) -> str:
     shows them, as JupyterLab does).
     """
     text = (_ANSI_BUT_COLOURS if colours else _ANSI).sub("", text)
+    if "\x08" in text:
+        text = _OVERSTRIKE.sub(lambda m: m.group(1) or m.group(2), text)
     if "\r" in text:
         text = text.replace("\r\n", "\n")
         text = "\n".join(line.rsplit("\r", 1)[-1] for line in text.split("\n"))

@@ -9,6 +9,7 @@ browser tests do that). "Changes nothing" is checked on the grants file on disk.
 from __future__ import annotations
 
 import html
+import json
 import re
 import time
 from typing import Any
@@ -874,3 +875,93 @@ async def test_the_setting_lets_others_allow_under_jupyterhub(
     grant = await authorize()
 
     assert (await exchange(server, grant)).status_code == 200
+
+
+# --- registrations cannot grow the grants file ----------------------------------------------
+
+
+async def test_a_thousand_registrations_leave_the_grants_file_as_it_was(
+    server: Server, client_site: ClientSite
+) -> None:
+    # Registration needs no login and any web page may send one: registered clients are
+    # kept in memory (the newest, a bounded number) and written with their first grant.
+    from jupyter_mcp.auth import provider
+
+    async with httpx2.AsyncClient() as http:
+        for n in range(1000):
+            answer = await http.post(
+                server.endpoint("register"),
+                json={
+                    "redirect_uris": [client_site.callback_url],
+                    "client_name": f"client {n} " + "x" * 2000,
+                },
+            )
+            assert answer.status_code == 201, answer.text
+    last = answer.json()["client_id"]
+
+    assert not server.file.exists()
+    assert len(server.oauth._ungranted) <= provider.MAX_UNGRANTED_CLIENTS
+    # The newest is still known: its authorization request goes on to the consent page.
+    answer = await authorize_url(server, **params(client_site, server, client_id=last))
+    assert answer.status_code == 302 and "/mcp/oauth/consent?" in answer.headers["Location"]
+    assert not server.file.exists()
+
+
+async def test_a_registered_client_is_written_with_its_first_grant(
+    server: Server, client_site: ClientSite, authorize: Any
+) -> None:
+    registered = await register(
+        server,
+        redirect_uris=[client_site.callback_url],
+        client_name="Registered",
+        token_endpoint_auth_method="none",
+    )
+    client_id = registered.json()["client_id"]
+    assert not server.file.exists()
+
+    grant = await authorize(client_id)
+    assert (await exchange(server, grant)).status_code == 200
+
+    stored = server.stored()
+    assert list(stored["clients"]) == [client_id]
+    assert stored["clients"][client_id]["client_name"] == "Registered"
+    assert client_id not in server.oauth._ungranted
+
+
+@pytest.mark.parametrize(
+    ("body", "headers", "says"),
+    [
+        (
+            json.dumps({"redirect_uris": ["https://app.example/cb"], "client_name": "x"}),
+            {"Content-Type": "text/plain"},
+            "application/json, not text/plain",
+        ),
+        (
+            json.dumps(
+                {
+                    "redirect_uris": [f"https://app.example/{n}" for n in range(11)],
+                    "client_name": "x",
+                }
+            ),
+            {"Content-Type": "application/json"},
+            "10 redirect URIs at most",
+        ),
+        (
+            json.dumps({"redirect_uris": ["https://app.example/cb"], "client_name": "x" * 5000}),
+            {"Content-Type": "application/json"},
+            "at most 4096 are kept",
+        ),
+    ],
+    ids=["text/plain", "11 redirect URIs", "5 KiB"],
+)
+async def test_an_unacceptable_registration_is_refused(
+    server: Server, body: str, headers: dict[str, str], says: str
+) -> None:
+    async with httpx2.AsyncClient() as http:
+        answer = await http.post(server.endpoint("register"), content=body, headers=headers)
+
+    assert answer.status_code == 400, answer.text
+    assert answer.json()["error"] == "invalid_client_metadata"
+    assert says in answer.json()["error_description"]
+    assert server.oauth._ungranted == {}
+    assert not server.file.exists()

@@ -13,6 +13,8 @@ def test_terminal_escapes_and_redraws_are_resolved() -> None:
     # A progress bar redrawn with carriage returns shows its last state.
     assert readable_text("10%\r50%\r100%\ndone\r\n") == "100%\ndone\n"
     assert readable_text("a\x00b\x07c\td") == "abc\td"
+    # R's help (IRkernel's inspection) underlines and bolds as manual pages do, by overstrike.
+    assert readable_text("_\x08M_\x08e_\x08a_\x08n and B\x08Bo\x08ol\x08ld_") == "Mean and Bold_"
     # A lone surrogate (bytes decoded with surrogateescape) can be sent as UTF-8.
     text = readable_text("junk \udcff end")
     assert text == "junk \ufffd end"

@@ -252,7 +252,7 @@ async def test_an_r_notebook_runs_in_irkernel_with_rs_errors_completions_and_int
         assert saved.metadata.language_info["name"] == "R"
         assert saved.cells[0].outputs[0]["data"]["text/plain"] == "[1] 2"
         await answer_of(
-            client, "edit_notebook_cell", pathInProject="stats.ipynb", cellId="c2", source="mea"
+            client, "edit_notebook_cell", pathInProject="stats.ipynb", cellId="c2", source="mean"
         )
         completed = await answer_of(
             client,
@@ -260,10 +260,12 @@ async def test_an_r_notebook_runs_in_irkernel_with_rs_errors_completions_and_int
             pathInProject="stats.ipynb",
             cellId="c2",
             line=0,
-            character=3,
+            character=4,
             inspect=True,
         )
         assert "mean" in completed["matches"]
+        assert "mean.Date" in completed["matches"]
+        assert "Arithmetic Mean" in completed["documentation"], completed["documentation"]
         slow = await answer_of(
             client,
             "execute_code_in_kernel",
