@@ -49,6 +49,7 @@ import sys
 import tempfile
 import time
 from collections import defaultdict
+from dataclasses import dataclass
 from importlib.util import find_spec
 from pathlib import Path
 from typing import Any
@@ -543,7 +544,7 @@ def p50_p99(samples: list[float]) -> str:
     return f"{percentile(good, 0.5):>8.1f} {percentile(good, 0.99):>8.1f}"
 
 
-def main() -> None:
+def options() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cell-agents", type=int, default=20)
     parser.add_argument("--cells", type=int, default=50, help="cells each cell agent runs")
@@ -562,8 +563,50 @@ def main() -> None:
         action="store_true",
         help="no JupyterLab window in Chromium (the user's scripted requests only)",
     )
-    args = parser.parse_args()
+    return parser
 
+
+@dataclass
+class Outcome:
+    """What one run found (``report`` prints it)."""
+
+    args: argparse.Namespace
+    collaboration: bool
+    elapsed: float
+    tally: Tally
+    #: Answers whose outputs were not their agent's line.
+    misplaced: list[str]
+    #: The user's scripted requests, idle and under load: label -> milliseconds (-1: failed).
+    quiet: dict[str, list[float]]
+    busy: dict[str, list[float]]
+    window: LabWindow | None
+    #: Cells checked in the notebook files, and those not as their agent left them.
+    checked: int
+    wrong: list[str]
+
+    @property
+    def user_errors(self) -> int:
+        return sum(1 for samples in self.busy.values() for s in samples if s < 0)
+
+    @property
+    def problems(self) -> list[str]:
+        """Every error, stopped agent and misplaced output (empty: the targets were met)."""
+        found = list(self.tally.stopped)
+        for tool, count in self.tally.errors.items():
+            if count:
+                found.append(f"{count} errors of {tool}")
+        found += self.tally.messages + USER_FAILURES + self.misplaced + self.wrong
+        if self.user_errors:
+            found.append(f"{self.user_errors} failed requests of the user")
+        if self.window is not None:
+            found += self.window.errors
+        return found
+
+
+def run(argv: list[str] | None = None) -> Outcome:
+    """One run of the benchmark with these command-line arguments."""
+    args = options().parse_args(argv)
+    USER_FAILURES.clear()
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         project(root, args.files)
@@ -576,7 +619,15 @@ def main() -> None:
                 measure(server.url, server.token, args, server.proc.pid)
             )
             checked, wrong = in_files(root, args.cell_agents, args.cells)
+    return Outcome(
+        args, collaboration, elapsed, tally, misplaced, quiet, busy, window, checked, wrong
+    )
 
+
+def report(outcome: Outcome) -> None:
+    """Print the figures of one run."""
+    args, tally, window = outcome.args, outcome.tally, outcome.window
+    elapsed, quiet, busy = outcome.elapsed, outcome.quiet, outcome.busy
     load = os.getloadavg()[0]
     agents = args.cell_agents + args.other_agents
     legacy = sum(1 for i in range(args.cell_agents) if era(i) == "legacy") + sum(
@@ -586,7 +637,7 @@ def main() -> None:
         f"{args.cell_agents} agents x {args.cells} cells (each its own notebook and kernel) and "
         f"{args.other_agents} agents on files, search and git, in {elapsed:.0f} s; "
         f"{legacy} of the {agents} on 2025-11-25 sessions, the others on 2026-07-28; "
-        f"jupyter-collaboration {'on' if collaboration else 'off'} "
+        f"jupyter-collaboration {'on' if outcome.collaboration else 'off'} "
         f"(load average {load:.1f} on {os.cpu_count()} cores)"
     )
     used = ", ".join(f"{who} {seconds:.0f} s" for who, seconds in tally.cpu.items())
@@ -597,9 +648,7 @@ def main() -> None:
     errors = sum(tally.errors.values())
     print()
     print(f"{'the user, meanwhile (ms)':<36} {'idle p50':>8} {'p99':>8} {'load p50':>8} {'p99':>8}")
-    user_errors = 0
     for label in USER_REQUESTS:
-        user_errors += sum(1 for s in busy[label] if s < 0)
         print(f"{label:<36} {p50_p99(quiet[label])} {p50_p99(busy[label])}")
     window_errors = 0
     if window is not None:
@@ -619,16 +668,25 @@ def main() -> None:
     print()
     answers = 2 * args.cell_agents * args.cells
     print(
-        f"errors: {errors} agent calls, {len(tally.stopped)} agents stopped, {user_errors} user "
-        f"requests, {window_errors} in the window (target 0); outputs in the wrong place: "
-        f"{len(misplaced)} of {answers} answers, {len(wrong)} of {checked} cells in the files "
-        "(target 0)"
+        f"errors: {errors} agent calls, {len(tally.stopped)} agents stopped, "
+        f"{outcome.user_errors} user requests, {window_errors} in the window (target 0); "
+        f"outputs in the wrong place: {len(outcome.misplaced)} of {answers} answers, "
+        f"{len(outcome.wrong)} of {outcome.checked} cells in the files (target 0)"
     )
     shown = window.errors[:5] if window is not None else []
     for message in (
-        tally.stopped[:5] + tally.messages + USER_FAILURES + misplaced[:5] + wrong[:5] + shown
+        tally.stopped[:5]
+        + tally.messages
+        + USER_FAILURES
+        + outcome.misplaced[:5]
+        + outcome.wrong[:5]
+        + shown
     ):
         print("  ", message)
+
+
+def main() -> None:
+    report(run())
 
 
 if __name__ == "__main__":

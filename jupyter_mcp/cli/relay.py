@@ -16,14 +16,21 @@ asking for one says so).
 
 MCP tasks pass through as any request does: their ``tasks/*`` requests, and the notifications
 about them on the session's stream.
+
+The relay exits as soon as stdin ends or SIGTERM comes (what a client that quits does): what is
+still in flight is cancelled and the open streams are closed, so the server sees the client go
+(:meth:`Relay.close`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import json
 import logging
+import os
+import signal
 import sys
 import threading
 from collections.abc import Callable
@@ -34,6 +41,9 @@ from .discovery import ServerTarget
 
 log = logging.getLogger("jupyter_mcp.cli.relay")
 
+#: How long, once the client is gone, its last notifications and the session's DELETE may
+#: take (seconds): a server that does not answer must not hold the relay's exit.
+CLOSE_TIMEOUT = 5.0
 PROTOCOL_VERSION_META_KEY = "io.modelcontextprotocol/protocolVersion"
 #: The params field each method's ``Mcp-Name`` header carries (2026-07-28); the tasks
 #: extension names ``tasks/get``, ``tasks/update`` and ``tasks/cancel`` by their task.
@@ -372,12 +382,26 @@ class Relay:
             return True
 
     async def close(self) -> None:
-        """Wait for answers still coming, end the session, close the connection."""
-        pending = [t for t in self._tasks if not t.done()]
-        if pending:
-            await asyncio.wait(pending, timeout=30)
+        """The client is gone (stdin closed, or SIGTERM): stop at once, leaving nothing open.
+
+        The client's requests still in flight are cancelled, and the open streams with them
+        (a ``subscriptions/listen``, a long ``tools/call``, the legacy session's GET stream):
+        no one is left to read their answers, and a stream left open would hold the exit for
+        as long as the server keeps it (forever, for a listen stream). Closing a 2026-07-28
+        request's stream is what cancels it on the server; a legacy session ends with its
+        DELETE, which cancels its calls. Notifications and answers to the server's requests
+        the client sent last are still delivered (a moment, bounded).
+        """
+        requests = {task for task, _modern in self._in_flight.values()}
         if self._listener is not None:
-            self._listener.cancel()
+            requests.add(self._listener)
+        for task in requests:
+            task.cancel()
+        pending = [t for t in (*self._tasks, *requests) if not t.done()]
+        if pending:
+            _done, late = await asyncio.wait(pending, timeout=CLOSE_TIMEOUT)
+            for task in late:
+                task.cancel()
         if self.session_id:
             try:
                 await self.http.delete(
@@ -390,27 +414,78 @@ class Relay:
                             else {}
                         ),
                     },
+                    timeout=CLOSE_TIMEOUT,
                 )
             except Exception as e:
                 log.debug("%s: ending the session failed: %s", PROGRAM, e)
         await self.http.aclose()
 
 
+def _read_stdin(loop: asyncio.AbstractEventLoop, lines: asyncio.Queue[bytes]) -> None:
+    """Hand stdin's lines to the loop, then ``b""`` at its end (a daemon thread's work).
+
+    ``os.read`` on the descriptor, not ``sys.stdin.buffer``: the thread may still be blocked
+    in it when the relay exits (SIGTERM with stdin open), and a daemon thread holding the
+    buffered reader's lock makes the interpreter abort at shutdown.
+    """
+    fd = sys.stdin.fileno()
+    pending = b""
+    try:
+        while chunk := os.read(fd, 65536):
+            pending += chunk
+            *complete, pending = pending.split(b"\n")
+            for line in complete:
+                loop.call_soon_threadsafe(lines.put_nowait, line + b"\n")
+    except OSError:
+        pass  # stdin closed under the thread: its end
+    finally:
+        with contextlib.suppress(RuntimeError):  # the loop closed already
+            if pending:
+                loop.call_soon_threadsafe(lines.put_nowait, pending)
+            loop.call_soon_threadsafe(lines.put_nowait, b"")
+
+
 async def relay_stdio(target: ServerTarget) -> None:
-    """Relay stdin to the server and the server's messages to stdout until stdin closes."""
+    """Relay stdin to the server and the server's messages to stdout until stdin closes.
+
+    SIGTERM (and SIGHUP) end the relay as stdin's end does (a client that quits sends it when
+    the relay does not exit at once): the session ended, the streams closed, exit status 0.
+    """
     stdout = sys.stdout.buffer
+    loop = asyncio.get_running_loop()
+    stopped = asyncio.Event()
 
     def write(data: bytes) -> None:
-        stdout.write(data)
-        stdout.flush()
+        try:
+            stdout.write(data)
+            stdout.flush()
+        except (OSError, ValueError):
+            stopped.set()  # the client closed its end of stdout: it is gone
+            raise
 
     relay = Relay(target, write)
-    stdin = sys.stdin.buffer
-    try:
-        while True:
-            line = await asyncio.to_thread(stdin.readline)
-            if not line:
-                break
+    lines: asyncio.Queue[bytes] = asyncio.Queue()
+    threading.Thread(target=_read_stdin, args=(loop, lines), name="stdin", daemon=True).start()
+    signals = [getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name)]
+    for signum in signals:
+        with contextlib.suppress(NotImplementedError, RuntimeError):  # Windows: no handlers
+            loop.add_signal_handler(signum, stopped.set)
+
+    async def pump() -> None:
+        while line := await lines.get():
             await relay.handle_line(line)
+
+    pumping = loop.create_task(pump())
+    stopping = loop.create_task(stopped.wait())
+    try:
+        await asyncio.wait({pumping, stopping}, return_when=asyncio.FIRST_COMPLETED)
     finally:
+        for task in (pumping, stopping):
+            task.cancel()
+        for signum in signals:
+            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+                loop.remove_signal_handler(signum)
         await relay.close()
+    error = pumping.exception() if pumping.done() and not pumping.cancelled() else None
+    if error is not None:
+        raise error

@@ -162,6 +162,11 @@ class SubscriptionHub:
         """The legacy sessions that have a subscriber."""
         return list(self._sessions)
 
+    @property
+    def streams(self) -> int:
+        """How many listen streams are open."""
+        return len(self._streams)
+
     def add_stream(self, subscriber: Subscriber) -> None:
         """Register a listen stream's subscriber (refused past :data:`MAX_STREAMS`)."""
         if len(self._streams) >= MAX_STREAMS:

@@ -10,6 +10,7 @@ import asyncio
 import contextlib
 import json
 import os
+import signal
 import warnings
 from pathlib import Path
 from typing import Any
@@ -491,3 +492,114 @@ async def test_relay_relays_the_task_notifications_of_a_listen_stream(relay_para
     assert ack["params"]["notifications"]["taskIds"] == [task_id]
     assert ended["params"]["taskId"] == task_id
     assert "2500 milliseconds" in ended["params"]["result"]["content"][0]["text"]
+
+
+async def _eventually(check: Any, timeout: float = 30) -> None:
+    """Wait for ``check()`` to hold (the server notices a closed connection a moment later)."""
+    with anyio.fail_after(timeout):
+        while not check():
+            await asyncio.sleep(0.05)
+
+
+def _slow_tool(mcp_app: Any) -> dict[str, asyncio.Event]:
+    """A tool that runs until cancelled, and says when it started and when it was cancelled."""
+    state = {"started": asyncio.Event(), "cancelled": asyncio.Event()}
+
+    async def slow(ctx: ToolContext) -> str:
+        state["started"].set()
+        try:
+            await asyncio.sleep(300)
+        except asyncio.CancelledError:
+            state["cancelled"].set()
+            raise
+        return "finished"
+
+    mcp_app.registry.add(
+        Tool(name="test_slow_until_cancelled", description="", properties={}, fn=slow)
+    )
+    return state
+
+
+async def _relay_ends(relay: RelayLines, how: str) -> None:
+    """End the relay as a client does (stdin closed, or SIGTERM); it exits by itself. The
+    bound only stops a hang: before the fix the relay waited 30 s for its open streams."""
+    assert relay.process.stdin is not None
+    if how == "eof":
+        relay.process.stdin.close()
+    else:
+        relay.process.send_signal(signal.SIGTERM)
+    try:
+        await asyncio.wait_for(relay.process.wait(), 10)
+    finally:
+        if relay.process.returncode is None:
+            relay.process.kill()
+            await relay.process.wait()
+        relay._reader.cancel()
+    assert relay.process.returncode == 0
+
+
+@pytest.mark.parametrize("how", ["eof", "sigterm"])
+async def test_relay_exits_at_once_when_its_client_goes_with_a_listen_stream_open(
+    relay_params, errlog, mcp_app, jp_root_dir, how
+):
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": {"name": "lines", "version": "0"},
+        "io.modelcontextprotocol/clientCapabilities": {},
+    }
+    (jp_root_dir / "watched.txt").write_text("0\n")
+    hub = mcp_app.tool_context.services.subscriptions
+    slow = _slow_tool(mcp_app)
+    relay = await RelayLines.start(relay_params(), errlog)
+    listen = {
+        "notifications": {"resourceSubscriptions": ["jupyter-mcp://file/watched.txt"]},
+        "_meta": meta,
+    }
+    relay.send({"jsonrpc": "2.0", "id": "l", "method": "subscriptions/listen", "params": listen})
+    await relay.until(lambda m: m.get("method") == "notifications/subscriptions/acknowledged")
+    call = {"name": "test_slow_until_cancelled", "arguments": {}, "_meta": meta}
+    relay.send({"jsonrpc": "2.0", "id": "c", "method": "tools/call", "params": call})
+    await asyncio.wait_for(slow["started"].wait(), 60)
+    assert hub.streams == 1 and hub.watched == 1
+
+    await _relay_ends(relay, how)
+
+    # The server saw the relay go: the stream and its watch are gone, the call cancelled.
+    await _eventually(lambda: hub.streams == 0 and hub.watched == 0)
+    await asyncio.wait_for(slow["cancelled"].wait(), 30)
+
+
+@pytest.mark.parametrize("how", ["eof", "sigterm"])
+async def test_relay_ends_its_legacy_session_at_once_when_its_client_goes(
+    relay_params, errlog, mcp_app, jp_root_dir, how
+):
+    (jp_root_dir / "watched.txt").write_text("0\n")
+    hub = mcp_app.tool_context.services.subscriptions
+    slow = _slow_tool(mcp_app)
+    relay = await RelayLines.start(relay_params(), errlog)
+    await relay.request(
+        "initialize",
+        {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "clientInfo": {"name": "lines", "version": "0"},
+        },
+    )
+    relay.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    await relay.request("resources/subscribe", {"uri": "jupyter-mcp://file/watched.txt"})
+    relay.send(
+        {
+            "jsonrpc": "2.0",
+            "id": "c",
+            "method": "tools/call",
+            "params": {"name": "test_slow_until_cancelled", "arguments": {}},
+        }
+    )
+    await asyncio.wait_for(slow["started"].wait(), 60)
+    assert len(hub.sessions()) == 1 and hub.watched == 1
+
+    await _relay_ends(relay, how)
+
+    # The relay ended its session (and with it the session's GET stream and the call).
+    await _eventually(lambda: not hub.sessions() and hub.watched == 0)
+    await asyncio.wait_for(slow["cancelled"].wait(), 30)

@@ -133,7 +133,8 @@ def _config(
             "load_roles": [
                 {
                     "name": "mcp-tests",
-                    "scopes": ["admin:users", "admin:servers", "tokens"],
+                    # shares: the tests share alice's server with bob.
+                    "scopes": ["admin:users", "admin:servers", "tokens", "shares"],
                     "services": ["mcp-tests"],
                 }
             ],

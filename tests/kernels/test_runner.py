@@ -291,6 +291,10 @@ async def test_a_kernel_that_ignores_the_interrupt_is_left_and_said_to_be_busy(
         "import signal, time\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\n"
         "print('deaf', flush=True)\ntime.sleep(30)",
     )
+    # The kernel is started first: a run's deadline counts its wait for the kernel, and a
+    # start slower than the 1 s deadline (a loaded machine) would end the run before the cell
+    # turned deaf.
+    await execute_code_in_kernel(ctx, pathInProject="deaf.ipynb", code="1")
     started = time.monotonic()
     answer = await run(ctx, "deaf.ipynb", timeoutMs=1000)
     assert time.monotonic() - started < 20
@@ -316,6 +320,7 @@ async def test_background_runs_are_followed_by_id(ctx: ToolContext, jp_root_dir:
         await get_execution(ctx, "nope")
     # A background run has its deadline too
     notebook(jp_root_dir, "bg-slow.ipynb", "import time\ntime.sleep(60)")
+    await execute_code_in_kernel(ctx, pathInProject="bg-slow.ipynb", code="1")  # started first
     slow = await run(ctx, "bg-slow.ipynb", background=True, timeoutMs=1500)
     late = with_images(await get_execution(ctx, slow["executionId"], waitMs=60_000)).value
     assert late["status"] == "timeout" and late["cells"][0]["status"] == "timeout"
