@@ -21,6 +21,8 @@ that the 401 names, and the OpenID-style ``<issuer>/.well-known/openid-configura
 from __future__ import annotations
 
 import asyncio
+import base64
+import hashlib
 import json
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -49,6 +51,37 @@ from .identity import site_of
 from .provider import OAuthServer, OAuthUnavailable, Site
 from .scopes import access_of
 
+#: The consent page's one script: Allow works only once the page has been in front (visible
+#: and focused) for a moment, and stops working again the moment it is not. Against double-
+#: clickjacking: a page that swaps the consent page in (or uncovers it) between the two
+#: clicks of a double-click would have the second click land on Allow, which framing rules
+#: cannot stop (the page is a top window). Without scripts the button simply works.
+CONSENT_SCRIPT = """
+(function () {
+  var allow = document.getElementById("allow");
+  var timer = null;
+  function hold() {
+    allow.disabled = true;
+    if (timer !== null) { clearTimeout(timer); timer = null; }
+  }
+  function arm() {
+    if (document.visibilityState !== "visible" || !document.hasFocus()) { hold(); return; }
+    if (allow.disabled && timer === null) {
+      timer = setTimeout(function () { timer = null; allow.disabled = false; }, 700);
+    }
+  }
+  hold();
+  window.addEventListener("blur", hold);
+  window.addEventListener("focus", arm);
+  window.addEventListener("pointermove", arm);
+  window.addEventListener("keydown", arm);
+  document.addEventListener("visibilitychange", function () { hold(); arm(); });
+  arm();
+})();
+"""
+_CONSENT_SCRIPT_SOURCE = "'sha256-{}'".format(
+    base64.b64encode(hashlib.sha256(CONSENT_SCRIPT.encode("utf-8")).digest()).decode("ascii")
+)
 #: Largest body an OAuth endpoint reads (forms and registrations are small).
 MAX_BODY = 64 * 1024
 _TEMPLATES = jinja2.Environment(
@@ -396,6 +429,7 @@ class ConsentHandler(OAuthHandlerMixin, JupyterHandler):
             targets.append(back)
         return (
             "default-src 'none'; style-src 'unsafe-inline'; img-src 'self' data:; "
+            f"script-src {_CONSENT_SCRIPT_SOURCE}; "
             f"form-action {' '.join(targets)}; frame-ancestors 'none'; base-uri 'none'"
         )
 
@@ -497,6 +531,7 @@ class ConsentHandler(OAuthHandlerMixin, JupyterHandler):
             access_hours=settings.access_token_lifetime / 3600,
             refresh_days=settings.refresh_token_lifetime / 86400,
             grant_days=settings.grant_lifetime / 86400,
+            script=CONSENT_SCRIPT,
             error=error,
         )
         self.finish(page)

@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ..core.cancel import acquire
 from ..core.context import Settings, ToolContext
 from ..core.errors import ToolError
 from ..core.paths import is_inside
@@ -202,7 +203,7 @@ class CodeIntel:
     def call(self, method: str, *args: Any, timeout: float, what: str) -> Any:
         """Run ``Engine.method(*args)`` in the worker; stop it after ``timeout`` seconds."""
         deadline = time.monotonic() + timeout
-        if not self._lock.acquire(timeout=timeout):
+        if not acquire(self._lock, timeout, "it was waiting for code analysis"):
             raise self._timeout_error(what, timeout)
         try:
             if self.worker.closed:

@@ -57,10 +57,7 @@ def resolve_in_root(root: Path, path_in_project: str, *, must_exist: bool = Fals
     if not is_inside(root, resolved):
         raise ToolError(f"Path is outside the project root: {path_in_project}")
     if is_sealed(root, resolved):
-        raise ToolError(
-            f"Path is in the Jupyter server's own runtime, configuration or credentials "
-            f"folder, which no tool reads or writes: {path_in_project}"
-        )
+        raise sealed_error(path_in_project)
     if must_exist and not resolved.exists():
         raise ToolError(f"File not found: {path_in_project}")
     return resolved
@@ -188,6 +185,14 @@ def _sealed_names(root: Path, sealed: tuple[Path, ...]) -> frozenset[str]:
         elif is_inside(root, path):
             names.add(relative_path(root, path))
     return frozenset(names)
+
+
+def sealed_error(path_in_project: str) -> ToolError:
+    """The refusal of a sealed path (the same whichever tool asked)."""
+    return ToolError(
+        f"Path is in the Jupyter server's own runtime, configuration or credentials "
+        f"folder, which no tool reads or writes: {path_in_project}"
+    )
 
 
 def is_sealed(root: Path, path: Path) -> bool:

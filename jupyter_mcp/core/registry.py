@@ -33,6 +33,7 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError
 from jsonschema.validators import validator_for
 
+from .cancel import cancel_event
 from .errors import ToolError
 
 # Defined in core/toolsets.py (importable without this module's jsonschema); named here too
@@ -763,5 +764,12 @@ async def run_tool(tool: Tool, ctx: ToolContext, arguments: dict[str, Any]) -> A
     """
     if inspect.iscoroutinefunction(tool.fn):
         return await tool.fn(ctx, **arguments)
-    call = functools.partial(contextvars.copy_context().run, tool.fn, ctx, **arguments)
-    return await asyncio.get_running_loop().run_in_executor(ctx.executor, call)
+    context = contextvars.copy_context()
+    # The thread cannot be cancelled: it is told, and stops what it waits for (core/cancel.py).
+    cancelled = cancel_event(context)
+    call = functools.partial(context.run, tool.fn, ctx, **arguments)
+    try:
+        return await asyncio.get_running_loop().run_in_executor(ctx.executor, call)
+    except asyncio.CancelledError:
+        cancelled.set()
+        raise

@@ -28,6 +28,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
+from .cancel import CANCEL_POLL, CallCancelled, acquire, call_cancelled
 from .errors import ToolError
 from .paths import worker_environment
 
@@ -93,11 +94,13 @@ class WorkerProcess:
         the call, including any wait for another thread's call. Raises :class:`WorkerTimeout`
         (the child was killed; :class:`WorkerBusy` when other calls took all the time),
         :class:`WorkerFailed` (the child could not start or died; the next call starts a new
-        one), or the handler's :class:`ToolError`.
+        one), :class:`~jupyter_mcp.core.cancel.CallCancelled` (the call this thread works for
+        was cancelled: the child was stopped, or the request never sent), or the handler's
+        :class:`ToolError`.
         """
         limit = self.timeout if timeout is None else timeout
         deadline = time.monotonic() + limit
-        if not self._lock.acquire(timeout=max(0.0, limit)):
+        if not acquire(self._lock, limit, "it was waiting for the worker"):
             raise WorkerBusy(f"the worker was busy for {limit:g} s")
         try:
             if self._closed:
@@ -114,9 +117,17 @@ class WorkerProcess:
                 self._stop()
                 raise WorkerFailed(str(e) or type(e).__name__) from e
             try:
-                if not self._answers.poll(max(0.0, deadline - time.monotonic())):
-                    self._stop()
-                    raise WorkerTimeout(f"no answer within {limit:g} s")
+                # In slices: a cancelled call stops the child (the only way to stop its work;
+                # the next call starts a fresh one) rather than keep it busy for everyone.
+                while not self._answers.poll(
+                    max(0.0, min(CANCEL_POLL, deadline - time.monotonic()))
+                ):
+                    if call_cancelled():
+                        self._stop()
+                        raise CallCancelled("its worker process was stopped")
+                    if time.monotonic() >= deadline:
+                        self._stop()
+                        raise WorkerTimeout(f"no answer within {limit:g} s")
                 status, value = self._answers.recv()
             except (EOFError, OSError) as e:
                 how = self._ended()

@@ -29,7 +29,14 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import ToolError
-from ..core.paths import checked_path_argument, is_inside, os_encodable, relative_path
+from ..core.paths import (
+    checked_path_argument,
+    is_inside,
+    is_sealed,
+    os_encodable,
+    relative_path,
+    sealed_error,
+)
 from ..documents.facts import is_notebook, looks_binary
 from ..documents.notebook_view import view_of_json
 
@@ -309,6 +316,8 @@ class GitProject:
             full.is_symlink() and not is_inside(self.root, Path(os.path.realpath(full)))
         ):
             raise ToolError(f"Path is outside the project root: {path_in_project}")
+        if is_sealed(self.root, Path(os.path.realpath(full))):
+            raise sealed_error(path_in_project)  # its history and diffs are its content
         return relative_path(self.worktree, full)
 
     def project_path(self, repo_path: str) -> str | None:
@@ -462,8 +471,8 @@ class GitProject:
                 origin = fields[i] if i < len(fields) else None
                 i += 1
             shown = self.project_path(path)
-            if shown is None:
-                continue
+            if shown is None or is_sealed(self.root, self.root / shown):
+                continue  # outside the project, or the server's credentials (core/paths.py)
             item: dict[str, Any] = {"pathInProject": shown}
             if x == "?":
                 item["type"] = UNVERSIONED

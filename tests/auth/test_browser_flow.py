@@ -173,3 +173,54 @@ def leaves(error: BaseException) -> list[BaseException]:
     if isinstance(inner, tuple):
         return [leaf for exception in inner for leaf in leaves(exception)]
     return [error]
+
+
+async def test_allow_works_only_while_the_consent_page_is_in_front(
+    server: Server, client_site: ClientSite
+) -> None:
+    # Double-clickjacking: a page swaps the consent page in (or uncovers it) between the two
+    # clicks of a double-click. Allow is held while the page is not in front, and for a
+    # moment after it comes back; the page's strict CSP still lets its own script run.
+    from urllib.parse import urlencode
+
+    from oauth_client import pkce
+
+    _, challenge = pkce()
+    query = {
+        "response_type": "code",
+        "client_id": client_site.publish(),
+        "redirect_uri": client_site.callback_url,
+        "state": "s",
+        "code_challenge": challenge,
+        "code_challenge_method": "S256",
+    }
+    violations: list[str] = []
+    async with chromium_page() as page:
+        page.on(
+            "console", lambda m: violations.append(m.text) if "Content Security" in m.text else None
+        )
+        await page.goto(f"{server.endpoint('authorize')}?{urlencode(query)}")
+        if "/login" in page.url:
+            await page.fill("#password_input", server.token)
+            await page.click("#login_submit")
+        await page.wait_for_selector("#allow", timeout=60000)
+        # In front: Allow comes to work.
+        await page.wait_for_selector("#allow:enabled", timeout=30000)
+        # Another window takes the focus: held at once.
+        held = await page.evaluate(
+            "() => { window.dispatchEvent(new Event('blur'));"
+            " return document.getElementById('allow').disabled; }"
+        )
+        # Back in front: it works again, after a moment.
+        again = await page.evaluate(
+            "() => { window.dispatchEvent(new Event('focus'));"
+            " return document.getElementById('allow').disabled; }"
+        )
+        await page.wait_for_selector("#allow:enabled", timeout=30000)
+        await page.click("#allow")
+        await page.wait_for_url("**/callback?**", timeout=60000)
+
+    assert held is True
+    assert again is True  # not at the instant it comes back
+    assert violations == []
+    assert "code" in await client_site.next_callback(timeout=30)

@@ -90,7 +90,14 @@ async def sealed_attempts(client: Client, token_file: str, secret: str) -> dict[
         resource: Any = await client.read_resource(f"jupyter-mcp://file/{token_file}")
     except Exception as e:  # the SDK raises the JSON-RPC error
         resource = e
+    uris, cursor = [], None
+    while True:
+        page = await client.list_resources(cursor=cursor)
+        uris += [str(r.uri) for r in page.resources]
+        if (cursor := page.next_cursor) is None:
+            break
     return {
+        "uris": uris,
         "read": read,
         "config": config,
         "grants": grants,
@@ -131,7 +138,38 @@ async def test_no_principal_reaches_the_servers_credentials(
     searched = text_of(got["searched"])
     assert "notes.txt" in searched, searched  # the search did search
     assert "jpserver-" not in searched and CONFIG not in searched, searched
+    assert any(u.endswith("/notes.txt") for u in got["uris"]), got["uris"]  # files are listed
+    assert not [u for u in got["uris"] if CONFIG in u or ".local/share" in u], got["uris"]
     assert got["written"].is_error is True, text_of(got["written"])
     assert not (jp_config_dir / "added_config.py").exists()
     assert isinstance(got["resource"], Exception), got["resource"]
     assert server.token not in str(got["resource"])
+
+
+async def test_git_shows_nothing_of_them(
+    server: Server, token_file: str, jp_root_dir: Path, jp_config_dir: Path
+) -> None:
+    # A home folder that is a git repository, with the config folder committed.
+    import subprocess
+
+    def git(*args: str) -> None:
+        subprocess.run(["git", *args], cwd=jp_root_dir, check=True, capture_output=True)
+
+    git("init", "-q")
+    git("add", "-A")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "home")
+    config = f"{CONFIG}/jupyter_server_config.py"
+    (jp_config_dir / "jupyter_server_config.py").write_text(f"# token {server.token} again\n")
+    (jp_root_dir / "notes.txt").write_text("changed\n")
+
+    async with mcp_client(server.mcp, server.token, "auto") as client:
+        status = await client.call_tool("get_project_vcs_status", {})
+        diff = await client.call_tool("get_file_diff", {"pathInProject": config})
+        history = await client.call_tool("get_file_history", {"pathInProject": token_file})
+
+    assert "notes.txt" in text_of(status)  # the status did list changes
+    assert CONFIG not in text_of(status) and "jpserver-" not in text_of(status)
+    for refused in (diff, history):
+        assert refused.is_error is True, text_of(refused)
+        assert "credentials folder" in text_of(refused)
+        assert server.token not in text_of(refused)

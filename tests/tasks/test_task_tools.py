@@ -119,6 +119,32 @@ async def test_code_and_search_tools_run_as_tasks_and_answer_as_their_calls(
     assert (jp_root_dir / "main.py").read_text().count("assist(") == 2
 
 
+async def test_a_cancelled_search_task_stops_the_search_worker(
+    mcp_url, token, jp_root_dir, mcp_app
+):
+    # A regular expression that backtracks for far longer than the worker's 120 s budget.
+    (jp_root_dir / "a.txt").write_text("a" * 40 + "b\n")
+    services = mcp_app.tool_context.services
+    async with legacy_session(mcp_url, token, listen=False) as session:
+        await plain(session, "search_in_files_content", {"searchText": "ab"})
+        worker = services.search.current.worker
+        first = worker.proc
+        created = await session.call_as_task(
+            "search_in_files_content", {"searchText": "(a+)+$", "regex": True}
+        )
+        task_id = created["task"]["taskId"]
+        # The worker has the request (its lock is held while the child works on one).
+        await until(worker._lock.locked, what="the search running in the worker")
+        cancelled = await session.result("tasks/cancel", {"taskId": task_id})
+        # The child is stopped now, not when its budget runs out (the bound only ends a hang).
+        await until(lambda: first.poll() is not None, timeout=60, what="the worker stopped")
+        after = value_of(await plain(session, "search_in_files_content", {"searchText": "ab"}))
+
+    assert cancelled["status"] == "cancelled"
+    assert [entry["path"] for entry in after] == ["a.txt"]
+    assert worker.proc is not None and worker.proc.pid != first.pid
+
+
 def git(cwd: Path, *args: str) -> str:
     return subprocess.run(
         ["git", *args], cwd=cwd, capture_output=True, text=True, check=True, timeout=60
