@@ -239,10 +239,12 @@ class Execution:
             self._waiting = True
             async with self.clients.use(self.kernel.kernel_id) as kept:
                 self._waiting = False
-                await self._note_language(kept)
                 for step in self.steps:
                     if self.stop_reason is not None or not await self._run_step(kept, step):
                         break
+                # After the cells, so that it takes nothing of their timeoutMs.
+                if self.stop_reason is None:
+                    await self._note_language(kept)
             if self.status == "running":
                 self.status = self.stop_reason or "ok"
         except asyncio.CancelledError:

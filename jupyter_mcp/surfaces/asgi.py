@@ -34,6 +34,9 @@ from .mcp import STOPPED_WHEN_LEFT, MCPSurface, user_principal
 
 ASGIApp = Callable[[dict[str, Any], Callable[[], Awaitable[dict[str, Any]]], Any], Awaitable[None]]
 
+#: Request headers not handed to the SDK as they came, in Tornado's spelling of header names.
+_NOT_PASSED = frozenset({"Origin", "Accept"})
+
 # Hop-by-hop or length headers that Tornado sets itself.
 _SKIPPED_HEADERS = {"content-length", "transfer-encoding", "connection"}
 
@@ -200,15 +203,16 @@ class StreamableHTTPHandler(MCPBaseHandler):
     @property
     def identity_provider(self) -> Any:
         """Jupyter's, with the server's OAuth access tokens checked first (when OAuth is on)."""
+        if self._identity is not None:  # asked several times per request: made once
+            return self._identity
         oauth = self.ctx.services.oauth
         inner = super().identity_provider
         if oauth is None:
             return inner
-        if self._identity is None or self._identity.inner is not inner:
-            # Given the handler per call rather than holding this one's bound method: that made
-            # a cycle (handler -> identity -> handler) that kept every request's handler, its
-            # request and connection until a garbage collection.
-            self._identity = OAuthIdentity(inner, oauth, functools.partial(site_of, oauth=oauth))
+        # Given the handler per call rather than holding this one's bound method: that made a
+        # cycle (handler -> identity -> handler) that kept every request's handler, its request
+        # and connection until a garbage collection.
+        self._identity = OAuthIdentity(inner, oauth, functools.partial(site_of, oauth=oauth))
         return self._identity
 
     @property
@@ -294,16 +298,14 @@ class StreamableHTTPHandler(MCPBaseHandler):
         # HTTP 400 with a JSON-RPC error, before any session starts.
         _ = self.toolsets
         self._disconnected = asyncio.Event()
-        headers: list[tuple[bytes, bytes]] = []
+        # Origin was checked in prepare() against the server's own origin and the configured
+        # ones; Accept is given below. (Tornado keeps header names in one spelling.)
+        headers = [
+            (name.lower().encode("latin-1"), value.encode("latin-1"))
+            for name, value in self.request.headers.get_all()
+            if name not in _NOT_PASSED
+        ]
         json_only = False
-        for name, value in self.request.headers.get_all():
-            lower = name.lower()
-            if lower == "origin":
-                # Checked in prepare() against the server's own origin and the configured ones.
-                continue
-            if lower == "accept":
-                continue
-            headers.append((lower.encode("latin-1"), value.encode("latin-1")))
         wants_json, wants_sse = accepts(self.request.headers.get("Accept", ""))
         if self.request.method == "POST" and not wants_sse:
             # Lenient Accept: answer JSON to clients that cannot take SSE.
