@@ -20,7 +20,10 @@ import os
 import posixpath
 import re
 import shutil
+import signal
+import subprocess
 import threading
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -28,6 +31,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from ..core.cancel import CANCEL_POLL, CallCancelled, call_cancelled
 from ..core.errors import ToolError
 from ..core.paths import (
     checked_path_argument,
@@ -205,6 +209,33 @@ class GitResult:
     stderr: str
 
 
+def _wait_for(proc: subprocess.Popen[bytes], timeout: float) -> tuple[str | None, bytes, bytes]:
+    """Wait for git to end: ``(None, stdout, stderr)``, or ``("cancelled"|"timeout", …)`` once
+    it was killed because the call was cancelled (looked at every :data:`CANCEL_POLL`
+    seconds) or ``timeout`` seconds passed."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            out, err = proc.communicate(timeout=CANCEL_POLL)
+            return None, out or b"", err or b""
+        except subprocess.TimeoutExpired:
+            pass  # communicate() again loses nothing it read
+        why = (
+            "cancelled" if call_cancelled() else "timeout" if time.monotonic() >= deadline else None
+        )
+        if why is None:
+            continue
+        with contextlib.suppress(OSError):
+            if os.name == "posix":
+                os.killpg(proc.pid, signal.SIGKILL)
+            else:
+                proc.kill()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            out, err = proc.communicate(timeout=5)
+            return why, out or b"", err or b""
+        return why, b"", b""
+
+
 def git_reason(text: str) -> str:
     """Git's message without ``fatal:``/``error:`` prefixes, hints and blank lines."""
     lines = []
@@ -268,23 +299,30 @@ class GitProject:
                 )
         command = ["git", *_CONFIG, *args]
         try:
-            status, out, err = self.repo.git.execute(
+            # As a process (GitPython still makes its environment): waited for here, so a
+            # cancelled call kills it at once rather than when its timeout comes.
+            handle = self.repo.git.execute(
                 command,
-                with_extended_output=True,
-                with_exceptions=False,
+                as_process=True,
                 env={**_BASE_ENV, **_READ_ONLY_ENV, **(env or {})}
                 if self.read_only
                 else {**_BASE_ENV, **(env or {})},
-                kill_after_timeout=timeout,
-                strip_newline_in_stdout=False,
-                stdout_as_string=not raw,
+                # Its own process group: the helpers it starts (ssh, hooks) are killed with it.
+                start_new_session=os.name == "posix",
             )
         except GitCommandNotFound as e:
             raise ToolError("Git not available: the git executable was not found") from e
-        if err.startswith("Timeout: the command"):
+        proc = handle.proc
+        stopped, stdout, stderr = _wait_for(proc, timeout)
+        if stopped == "cancelled":
+            raise CallCancelled(f"git {args[0]} was stopped")
+        if stopped == "timeout":
             raise ToolError(
                 f"git {args[0]} did not finish within {timeout:g} seconds and was stopped"
             )
+        status = proc.returncode
+        err = stderr.decode("utf-8", "surrogateescape").removesuffix("\n")
+        out: Any = stdout if raw else stdout.decode("utf-8", "surrogateescape")
         result = GitResult(status, out, err)
         if check and status != 0:
             raise ToolError(git_reason(err) or git_reason(out) or f"git {args[0]} failed")

@@ -1199,3 +1199,29 @@ async def test_merge_refuses_a_file_with_unsaved_edits(ok, fails, feature, appro
     git(feature, "switch", "-q", "feature")
     merged = await ok("branch_action", action="mergeToMain")
     assert git(feature, "rev-parse", "main").strip() == merged["commitHash"]
+
+
+def test_a_git_command_past_its_time_limit_is_killed_with_the_programs_it_started(
+    tmp_path: Path,
+) -> None:
+    from process_table import processes_with
+
+    from jupyter_mcp.core.errors import ToolError
+    from jupyter_mcp.git.repo import open_repository
+
+    repo = init_repo(tmp_path)
+    commit_file(repo, "a.txt", "a\n", "First")
+    marker = f"{800 + os.getpid() % 100}.{threading.get_ident() % 10**6}"
+    hooks = tmp_path / "hooks"
+    hooks.mkdir()
+    (hooks / "pre-commit").write_text(f"#!/bin/sh\nsleep {marker}\n")
+    (hooks / "pre-commit").chmod(0o755)
+    git(repo, "config", "core.hooksPath", str(hooks))
+
+    with open_repository(repo) as project:
+        with pytest.raises(ToolError, match="git commit did not finish within 1 seconds"):
+            project.run("commit", "--allow-empty", "-m", "Slow", timeout=1)
+
+    # The hook went with git (its own process group), and the commit never happened.
+    assert processes_with(f"sleep {marker}") == []
+    assert git(repo, "log", "--format=%s") == "First\n"

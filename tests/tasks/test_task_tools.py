@@ -185,6 +185,32 @@ async def test_pull_changes_runs_as_a_task(mcp_url, token, jp_root_dir, cloned):
     assert value["commitHash"] == git(cloned, "rev-parse", "HEAD").strip()
 
 
+async def test_a_cancelled_pull_task_kills_git_and_what_it_started(
+    mcp_url, token, jp_root_dir, cloned, tmp_path
+):
+    # A remote whose ssh never answers (far longer than the 60 s a fetch may take).
+    marker = f"{700 + uuid.uuid4().int % 100}.{uuid.uuid4().int % 10**6}"
+    ssh = tmp_path / "silent-ssh"
+    ssh.write_text(f"#!/bin/sh\nexec sleep {marker}\n")
+    ssh.chmod(0o755)
+    git(jp_root_dir, "config", "core.sshCommand", str(ssh))
+    git(jp_root_dir, "remote", "set-url", "origin", "ssh://example.invalid/remote.git")
+    async with legacy_session(mcp_url, token, listen=False) as session:
+        created = await session.call_as_task("pull_changes", {})
+        task_id = created["task"]["taskId"]
+        await until(lambda: processes_with(f"sleep {marker}"), what="git fetch waiting on ssh")
+        cancelled = await session.result("tasks/cancel", {"taskId": task_id})
+        # git and its ssh are killed now, not at the fetch's timeout (the bound ends a hang).
+        gone = await until(
+            lambda: processes_with(f"sleep {marker}") == [], timeout=30, what="git killed"
+        )
+        # The repository is free again: the next git call is not kept waiting for its lock.
+        status = value_of(await plain(session, "get_project_vcs_status", {}))
+
+    assert cancelled["status"] == "cancelled" and gone
+    assert status == []  # the clone has no changes
+
+
 async def test_a_run_configuration_runs_as_a_task(mcp_url, token, jp_root_dir):
     write_code_notebook(jp_root_dir, "job.ipynb", "print('job ran')")
     async with legacy_session(mcp_url, token, listen=False) as session:
