@@ -499,9 +499,8 @@ class LiveNotebooks:
         serverapp = self.ctx.serverapp
         extension = collaboration(serverapp) if serverapp is not None else None
         lab_path = api_path(self.ctx, path) if serverapp is not None else ""
-        try:
-            doc = await self.files.open(path, shown)  # the file's errors (missing, not a notebook)
-        except ToolError:
+
+        async def loaded_room(error: ToolError) -> NotebookDocument:
             # jupyter-collaboration saves a shared document by rewriting its file in place
             # (Jupyter's atomic_writing keeps a backup copy, not a temporary file): read in the
             # middle of a save, the file is empty or cut short. A shared document already
@@ -512,13 +511,25 @@ class LiveNotebooks:
                     path=lab_path, content_type="notebook", file_format="json", copy=False
                 )
             if ydoc is None:
-                raise
+                raise error
             self._opened_shared(lab_path, ydoc)
             return SharedNotebook(self.ctx, ydoc, path, shown)
+
+        try:
+            doc = await self.files.open(path, shown)  # the file's errors (missing, not a notebook)
+        except ToolError as e:
+            return await loaded_room(e)
         if serverapp is None:
             return doc
-        if extension is not None and not await asyncio.to_thread(self._shareable, path, shown):
-            extension = None
+        if extension is not None:
+            try:
+                shareable = await asyncio.to_thread(self._shareable, path, shown)
+            except ToolError as e:
+                # Read again, the file may be caught in a save that began since (under load
+                # its room saves it every second or so): the same as above.
+                return await loaded_room(e)
+            if not shareable:
+                extension = None
         if extension is not None:
             try:
                 ydoc = await extension.get_document(

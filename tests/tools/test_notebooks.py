@@ -379,6 +379,40 @@ async def test_a_file_caught_mid_save_is_read_from_its_shared_document(
     await on_disk(path, lambda nb: nb.cells[1].source == "x = 2")
 
 
+async def test_a_file_caught_mid_save_after_it_was_opened_is_read_from_its_shared_document(
+    ok: Any,
+    fails: Any,
+    mcp_app: Any,
+    jp_root_dir: Path,
+    collaboration: bool,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A 20-agent bench run: a read found the file whole, then read it again (is every cell
+    # shareable?) just as its room began a save, and answered 'it is not JSON'.
+    from jupyter_mcp.documents.notebook_view import read_notebook
+    from jupyter_mcp.lab import live_notebooks
+
+    path = _notebook(jp_root_dir)
+    ids = _ids(path)
+    await ok("get_notebook_cells", pathInProject="n.ipynb")  # with collaboration: loads its room
+
+    def mid_save(ctx: Any, path: Path, shown: str, **options: Any) -> Any:
+        return read_notebook("", shown)  # the second read finds the file emptied by a save
+
+    monkeypatch.setattr(live_notebooks, "load_notebook", mid_save)
+    edit = {"pathInProject": "n.ipynb", "cellId": ids[1], "source": "x = 3"}
+    if not collaboration:
+        # Only a server with shared documents reads the file twice: nothing changes here
+        await ok("edit_notebook_cell", **edit)
+        return
+    # Then with a shared document loaded, the edit goes to it, and reaches the file
+    await ok("edit_notebook_cell", **edit)
+    read = await ok("get_notebook_cell", pathInProject="n.ipynb", cellId=ids[1])
+    assert read["source"] == "x = 3"
+    monkeypatch.undo()
+    await on_disk(path, lambda nb: nb.cells[1].source == "x = 3")
+
+
 async def test_a_running_cell_streams_into_the_document(
     ok: Any, mcp_app: Any, jp_root_dir: Path
 ) -> None:
