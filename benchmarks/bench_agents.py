@@ -304,18 +304,28 @@ async def the_user(base: str, headers: dict[str, str], stop: asyncio.Event) -> d
     """The user's requests, one after the other, every 0.2 s until ``stop``: milliseconds
     per request (a request that fails counts as an error sample, -1)."""
     samples: dict[str, list[float]] = defaultdict(list)
-    async with httpx2.AsyncClient(headers=headers, timeout=120) as http:
+    async with httpx2.AsyncClient(headers=headers, timeout=USER_TIMEOUT) as http:
         while not stop.is_set():
             for label, path in USER_REQUESTS.items():
                 started = time.perf_counter()
-                response = await http.get(f"{base}/{path}")
+                try:
+                    response = await http.get(f"{base}/{path}")
+                except httpx2.HTTPError as e:  # no answer within the timeout: counted, not fatal
+                    failure: str | None = f"{type(e).__name__} after {USER_TIMEOUT:g} s {e}"
+                else:
+                    failure = None
+                    if response.status_code != 200:
+                        failure = f"{response.status_code} {response.text[:300]}"
                 elapsed = (time.perf_counter() - started) * 1000
-                samples[label].append(elapsed if response.status_code == 200 else -1.0)
-                if response.status_code != 200 and len(USER_FAILURES) < 5:
-                    USER_FAILURES.append(f"{label}: {response.status_code} {response.text[:300]}")
+                samples[label].append(elapsed if failure is None else -1.0)
+                if failure is not None and len(USER_FAILURES) < 5:
+                    USER_FAILURES.append(f"{label}: {failure}")
             await asyncio.sleep(0.2)
     return samples
 
+
+#: Seconds the user's scripted requests wait for an answer (a longer wait counts as an error).
+USER_TIMEOUT = 120.0
 
 #: The first failed requests of the user, what the server answered.
 USER_FAILURES: list[str] = []
