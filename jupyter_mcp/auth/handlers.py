@@ -572,8 +572,16 @@ class GrantsHandler(OAuthHandlerMixin, APIHandler):
     @web.authenticated
     @authorized("execute")
     async def delete(self, grant_id: str | None = None) -> None:
+        # Who may allow a client may take it back; under JupyterHub, someone the server is
+        # shared with may not cut off the owner's clients (see OAuthServer.consent_refused).
+        user = self.current_user
+        refused = self.oauth.consent_refused(getattr(user, "username", None) or str(user))
+        # (An API handler answers its error's message unformatted, so it is formatted here;
+        # "%" is doubled for tornado's log line.)
+        if refused is not None:
+            raise web.HTTPError(403, refused.replace("%", "%%"))
         if not grant_id or not any(g.id == grant_id for g in self.oauth.grants()):
-            raise web.HTTPError(404, "No grant %s on this server", grant_id)
+            raise web.HTTPError(404, f"No grant {grant_id} on this server")
         await self.oauth.revoke(grant_id)
         self.set_status(204)
         self.finish()

@@ -552,9 +552,9 @@ class OAuthServer:
         if not owner or self.settings.consent_by_others or user == owner:
             return None
         return (
-            f"Only {owner}, whose server this is, can allow clients to use it; you are signed "
-            f"in as {user}. (The server's c.JupyterMCP.oauth_allow_consent_by_others setting "
-            "lets others allow.)"
+            f"Only {owner}, whose server this is, can allow clients to use it or revoke their "
+            f"grants; you are signed in as {user}. (The server's "
+            "c.JupyterMCP.oauth_allow_consent_by_others setting lets others.)"
         )
 
     def decide(

@@ -84,6 +84,10 @@ def sse_messages(buffer: str) -> tuple[list[str], str]:
     return payloads, buffer
 
 
+class ClientGone(Exception):
+    """Stdout cannot be written any more: the client closed it (the relay then stops)."""
+
+
 class Relay:
     """Relays JSON-RPC lines between stdio and the server's Streamable HTTP endpoint."""
 
@@ -217,6 +221,8 @@ class Relay:
                 return
         except asyncio.CancelledError:
             raise
+        except ClientGone:
+            return  # no one to answer: the relay is stopping
         except Exception as e:
             log.warning("%s: request to %s failed: %s", PROGRAM, self.target.mcp_url, e)
             if request_id is not None:
@@ -305,6 +311,8 @@ class Relay:
                             self._forward(payload, {})
             except asyncio.CancelledError:
                 raise
+            except ClientGone:
+                return  # no one to tell: the relay is stopping
             except Exception as e:
                 log.info("%s: notification stream interrupted (%s); reconnecting", PROGRAM, e)
             await asyncio.sleep(delay)
@@ -459,9 +467,15 @@ async def relay_stdio(target: ServerTarget) -> None:
         try:
             stdout.write(data)
             stdout.flush()
-        except (OSError, ValueError):
-            stopped.set()  # the client closed its end of stdout: it is gone
-            raise
+        except (OSError, ValueError) as e:
+            # The client closed its end of stdout: it is gone. What stays in the buffer goes
+            # to nowhere (else flushing it at exit fails once more, exit status 120).
+            stopped.set()
+            with contextlib.suppress(OSError, ValueError):
+                devnull = os.open(os.devnull, os.O_WRONLY)
+                os.dup2(devnull, stdout.fileno())
+                os.close(devnull)
+            raise ClientGone from e
 
     relay = Relay(target, write)
     lines: asyncio.Queue[bytes] = asyncio.Queue()

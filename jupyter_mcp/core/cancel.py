@@ -55,6 +55,9 @@ def acquire(lock: threading.Lock, timeout: float, what: str) -> bool:
         if call_cancelled():
             raise CallCancelled(what)
         if lock.acquire(timeout=max(0.0, min(CANCEL_POLL, deadline - _now()))):
+            if call_cancelled():  # meanwhile: it is no longer needed
+                lock.release()
+                raise CallCancelled(what)
             return True
         if _now() >= deadline:
             return False

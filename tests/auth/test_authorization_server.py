@@ -864,6 +864,27 @@ async def test_under_jupyterhub_only_the_servers_owner_may_allow(
     assert server.stored().get("grants", {}) == {}
 
 
+async def test_under_jupyterhub_only_the_servers_owner_may_revoke(
+    server: Server, authorize: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    grant = await authorize()
+    assert (await exchange(server, grant)).status_code == 200
+    [grant_id] = server.stored()["grants"]
+    monkeypatch.setenv("JUPYTERHUB_USER", "alice")
+    auth = {"Authorization": f"token {server.token}"}  # not alice
+
+    async with httpx2.AsyncClient() as http:
+        refused = await http.delete(f"{server.endpoint('grants')}/{grant_id}", headers=auth)
+        kept = list(server.stored()["grants"])
+        monkeypatch.delenv("JUPYTERHUB_USER")  # a server of one's own: its user revokes
+        revoked = await http.delete(f"{server.endpoint('grants')}/{grant_id}", headers=auth)
+
+    assert refused.status_code == 403 and "Only alice" in refused.text
+    assert kept == [grant_id]
+    assert revoked.status_code == 204
+    assert server.stored()["grants"] == {}
+
+
 async def test_the_setting_lets_others_allow_under_jupyterhub(
     server: Server, authorize: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -603,3 +603,44 @@ async def test_relay_ends_its_legacy_session_at_once_when_its_client_goes(
     # The relay ended its session (and with it the session's GET stream and the call).
     await _eventually(lambda: not hub.sessions() and hub.watched == 0)
     await asyncio.wait_for(slow["cancelled"].wait(), 30)
+
+
+async def test_relay_exits_when_its_client_closed_its_stdout(relay_params, errlog, mcp_app):
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": {"name": "lines", "version": "0"},
+        "io.modelcontextprotocol/clientCapabilities": {},
+    }
+    hub = mcp_app.tool_context.services.subscriptions
+    params = relay_params()
+    read_end, write_end = os.pipe()
+    process = await asyncio.create_subprocess_exec(
+        params.command,
+        *params.args,
+        cwd=params.cwd,
+        env={**os.environ, **(params.env or {})},
+        stdin=asyncio.subprocess.PIPE,
+        stdout=write_end,
+        stderr=errlog,
+    )
+    os.close(write_end)
+    assert process.stdin is not None
+    try:
+        listen = {"notifications": {"toolsListChanged": True}, "_meta": meta}
+        line = {"jsonrpc": "2.0", "id": "l", "method": "subscriptions/listen", "params": listen}
+        process.stdin.write(json.dumps(line).encode() + b"\n")
+        with open(read_end, "rb", buffering=0, closefd=False) as stdout:
+            first = await asyncio.to_thread(stdout.readline)
+        assert b"notifications/subscriptions/acknowledged" in first
+        assert hub.streams == 1
+        os.close(read_end)  # the client stops reading: the next answer cannot be written
+        ping = {"jsonrpc": "2.0", "id": 1, "method": "ping", "params": {"_meta": meta}}
+        process.stdin.write(json.dumps(ping).encode() + b"\n")
+        await asyncio.wait_for(process.wait(), 10)  # the bound only stops a hang
+    finally:
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
+
+    assert process.returncode == 0
+    await _eventually(lambda: hub.streams == 0)

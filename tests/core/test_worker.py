@@ -7,12 +7,14 @@ answers, errors, output printed by accident, time limits, death and shutdown.
 
 from __future__ import annotations
 
+import contextvars
 import os
 import textwrap
 import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -149,6 +151,46 @@ def test_a_call_waiting_behind_a_long_one_gives_up_in_time(worker: WorkerProcess
             worker.call(("pid", None), timeout=0.3)
     finally:
         slow.join()
+    assert worker.call(("echo", "after")) == "got:after"
+
+
+def test_a_cancelled_call_stops_the_child_and_one_waiting_behind_it_gives_up(
+    worker: WorkerProcess,
+) -> None:
+    from jupyter_mcp.core.cancel import CallCancelled, cancel_event
+
+    pid = worker.call(("pid", None))
+    errors: dict[str, BaseException] = {}
+
+    def cancellable(name: str, request: Any) -> threading.Event:
+        """``request`` in a thread of its own, as run_tool runs a tool: the event cancels it."""
+        context = contextvars.copy_context()
+        event = cancel_event(context)
+
+        def call() -> None:
+            try:
+                context.run(worker.call, request)
+            except BaseException as e:
+                errors[name] = e
+
+        threads.append(threading.Thread(target=call))
+        threads[-1].start()
+        return event
+
+    threads: list[threading.Thread] = []
+    running = cancellable("running", ("sleep", 600))
+    time.sleep(0.3)
+    waiting = cancellable("waiting", ("echo", "never sent"))
+    waiting.set()
+    running.set()
+    for thread in threads:
+        thread.join(60)  # bound only against a hang: the sleep is 600 s
+
+    assert not any(t.is_alive() for t in threads)
+    assert isinstance(errors["running"], CallCancelled)
+    assert "worker process was stopped" in str(errors["running"])
+    assert isinstance(errors["waiting"], CallCancelled)
+    assert _dead(pid)
     assert worker.call(("echo", "after")) == "got:after"
 
 

@@ -212,20 +212,22 @@ async def test_an_exception_stops_when_asked(debug: Any) -> None:
     # With it, the cell stops where the exception is raised, with the frame's locals
     again = await debug("start", exceptions="raised")
     assert again["alreadyStarted"] is True and again["exceptions"] == "raised"
-    stopped = await debug("run_cell", cellId="boom")
+    stopped = await debug("run_cell", cellId="boom", timeoutMs=120_000)
     assert stopped["state"] == "stopped"
     where = stopped["where"]
     assert where["reason"] == "exception" and "ZeroDivisionError" in where["exception"]
     assert (where["cellId"], where["line"], where["function"]) == ("boom", 2, "fail")
     assert {v["name"]: v["value"] for v in (await debug("variables"))["variables"]}["y"] == "2"
     # It stops again as the exception leaves each of the notebook's frames (not in the
-    # libraries the kernel uses); in the end the cell fails
-    answer = await debug("continue")
+    # libraries the kernel uses); in the end the cell fails. (Stopping on raised exceptions
+    # makes debugpy check every raise in IPython's own frames: slow on a loaded machine, so
+    # each continue may wait longer than the 30 s default.)
+    answer = await debug("continue", timeoutMs=120_000)
     for _ in range(3):
         if answer["state"] != "stopped":
             break
         assert answer["where"]["cellId"] == "boom"
-        answer = await debug("continue")
+        answer = await debug("continue", timeoutMs=120_000)
     assert answer["state"] == "finished" and answer["status"] == "error"
 
 
