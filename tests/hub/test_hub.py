@@ -426,6 +426,54 @@ async def test_an_oauth_client_signs_in_through_the_hub_and_uses_alices_tools(
     assert "unknown here, or was revoked" in challenge
 
 
+# (Before the lab window's tests: their sync Playwright page, kept for the module, runs an
+# event loop in this thread until the module ends, and an async test after it cannot run.)
+async def test_only_alice_can_allow_clients_on_her_server_shared_with_bob(hub: Hub) -> None:
+    # bob reaches alice's server through a share (as an admin with access:servers would);
+    # a client he allowed there would act as alice for as long as it refreshes.
+    from oauth_client import ClientSite, pkce
+
+    shared = hub.api("shares/alice/", method="POST", body={"user": "bob"})
+    assert shared.status in (200, 201), shared
+    bobs = hub.new_token("bob", ["access:servers!server=alice/"], note="bob, shared with")
+    base = hub.server_url("alice")
+    site = ClientSite()
+    try:
+        async with httpx2.AsyncClient(timeout=90) as http:
+            registered = await http.post(
+                f"{base}mcp/oauth/register",
+                json={
+                    "client_name": "Bob's Connector",
+                    "redirect_uris": [site.callback_url],
+                    "token_endpoint_auth_method": "none",
+                },
+            )
+            assert registered.status_code == 201, registered.text
+            _, challenge = pkce()
+            query = {
+                "response_type": "code",
+                "client_id": registered.json()["client_id"],
+                "redirect_uri": site.callback_url,
+                "state": "shared",
+                "code_challenge": challenge,
+                "code_challenge_method": "S256",
+            }
+            first = await http.get(f"{base}mcp/oauth/authorize", params=query)
+            assert first.status_code == 302, first.text
+            consent = first.headers["Location"]
+            as_bob = await http.get(consent, headers={"Authorization": f"token {bobs}"})
+            as_alice = await http.get(
+                consent, headers={"Authorization": f"token {hub.tokens['alice']}"}
+            )
+    finally:
+        site.close()
+        hub.api("shares/alice/", method="DELETE")
+
+    assert as_bob.status_code == 403, (as_bob.status_code, as_bob.text[:300])
+    assert "Only alice, whose server this is, can allow clients" in as_bob.text
+    assert as_alice.status_code == 200  # the owner sees the consent page
+
+
 # --- the JupyterLab window link -------------------------------------------------------------
 
 
@@ -502,52 +550,6 @@ def test_the_lab_window_links_with_the_hub_cookie(hub: Hub, lab_page: Any) -> No
     )
     # No token in the page: the socket was let in by the hub's cookie alone.
     assert all("token=" not in url for url in bridges)
-
-
-async def test_only_alice_can_allow_clients_on_her_server_shared_with_bob(hub: Hub) -> None:
-    # bob reaches alice's server through a share (as an admin with access:servers would);
-    # a client he allowed there would act as alice for as long as it refreshes.
-    from oauth_client import ClientSite, pkce
-
-    shared = hub.api("shares/alice/", method="POST", body={"user": "bob"})
-    assert shared.status in (200, 201), shared
-    bobs = hub.new_token("bob", ["access:servers!server=alice/"], note="bob, shared with")
-    base = hub.server_url("alice")
-    site = ClientSite()
-    try:
-        async with httpx2.AsyncClient(timeout=90) as http:
-            registered = await http.post(
-                f"{base}mcp/oauth/register",
-                json={
-                    "client_name": "Bob's Connector",
-                    "redirect_uris": [site.callback_url],
-                    "token_endpoint_auth_method": "none",
-                },
-            )
-            assert registered.status_code == 201, registered.text
-            _, challenge = pkce()
-            query = {
-                "response_type": "code",
-                "client_id": registered.json()["client_id"],
-                "redirect_uri": site.callback_url,
-                "state": "shared",
-                "code_challenge": challenge,
-                "code_challenge_method": "S256",
-            }
-            first = await http.get(f"{base}mcp/oauth/authorize", params=query)
-            assert first.status_code == 302, first.text
-            consent = first.headers["Location"]
-            as_bob = await http.get(consent, headers={"Authorization": f"token {bobs}"})
-            as_alice = await http.get(
-                consent, headers={"Authorization": f"token {hub.tokens['alice']}"}
-            )
-    finally:
-        site.close()
-        hub.api("shares/alice/", method="DELETE")
-
-    assert as_bob.status_code == 403, (as_bob.status_code, as_bob.text[:300])
-    assert "Only alice, whose server this is, can allow clients" in as_bob.text
-    assert as_alice.status_code == 200  # the owner sees the consent page
 
 
 # --- after a restart ------------------------------------------------------------------------
