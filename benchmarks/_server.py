@@ -15,6 +15,7 @@ import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import IO
 
 
 def free_port() -> int:
@@ -26,9 +27,37 @@ def free_port() -> int:
 class Server:
     """A running ``jupyter server`` on loopback with a token; talk to it with keep-alive."""
 
-    def __init__(self, root: Path, port: int, token: str, proc: subprocess.Popen) -> None:
+    def __init__(
+        self,
+        root: Path,
+        port: int,
+        token: str,
+        proc: subprocess.Popen,
+        log: IO[bytes] | None = None,
+    ) -> None:
         self.root, self.port, self.token, self.proc = root, port, token, proc
         self.url = f"http://127.0.0.1:{port}"
+        self._log = log
+
+    def logged_errors(self) -> list[str]:
+        """The entries the server logged at error level so far (an ``[E ...]`` line and the
+        lines under it, its traceback), oldest first."""
+        if self._log is None:
+            return []
+        # Read at an offset: the server writes to the same open file, and a seek would move
+        # where its next line goes.
+        fd = self._log.fileno()
+        lines = os.pread(fd, os.fstat(fd).st_size, 0).decode(errors="replace").splitlines()
+        entries: list[list[str]] = []
+        current: list[str] | None = None
+        for line in lines:
+            if line.startswith("["):  # a new entry: kept when it is an error
+                current = [line] if line.startswith("[E ") else None
+                if current is not None:
+                    entries.append(current)
+            elif current is not None:
+                current.append(line)
+        return ["\n".join(entry) for entry in entries]
 
     def connection(self) -> http.client.HTTPConnection:
         """A keep-alive connection (one per client thread)."""
@@ -94,7 +123,7 @@ def jupyter_server(
         stdout=subprocess.DEVNULL,
         stderr=log,
     )
-    server = Server(root, port, token, proc)
+    server = Server(root, port, token, proc, log)
     try:
         deadline = time.monotonic() + 60
         while True:

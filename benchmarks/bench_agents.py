@@ -547,6 +547,32 @@ def in_files(root: Path, agents: int, cells: int) -> tuple[int, list[str]]:
     return checked, wrong
 
 
+def notebooks_on_disk(root: Path) -> tuple[int, list[str]]:
+    """Every notebook file of the project once the run is over, and what is wrong with those
+    that are empty, not valid nbformat, or have a save's leftovers beside them (Jupyter's
+    ``.~name`` backup, or the ``name.invalid`` it moves a notebook it could not read to)."""
+    found, wrong = 0, []
+    for path in sorted(root.rglob("*")):
+        name = str(path.relative_to(root))
+        if ".ipynb_checkpoints" in path.parts or not path.is_file():
+            continue
+        if path.name.startswith(".~") or path.name.endswith(".ipynb.invalid"):
+            wrong.append(f"{name} was left behind by a save")
+            continue
+        if path.suffix != ".ipynb":
+            continue
+        found += 1
+        data = path.read_bytes()
+        if not data:
+            wrong.append(f"{name} is empty (0 bytes)")
+            continue
+        try:
+            nbformat.validate(nbformat.reads(data.decode("utf-8"), as_version=nbformat.NO_CONVERT))
+        except Exception as e:  # not UTF-8, not JSON, not nbformat: each is a broken notebook
+            wrong.append(f"{name} ({len(data)} bytes) is not a valid notebook: {e!r:.200}")
+    return found, wrong
+
+
 def p50_p99(samples: list[float]) -> str:
     good = [s for s in samples if s >= 0]
     if not good:
@@ -593,6 +619,12 @@ class Outcome:
     #: Cells checked in the notebook files, and those not as their agent left them.
     checked: int
     wrong: list[str]
+    #: The notebook files on disk at the end, and those empty, invalid or with leftovers.
+    notebooks: int
+    broken: list[str]
+    #: What the server logged at error level (each entry with its traceback): where a
+    #: failed request of the user, a failed save of a shared document, is explained.
+    server_errors: list[str]
 
     @property
     def user_errors(self) -> int:
@@ -605,7 +637,7 @@ class Outcome:
         for tool, count in self.tally.errors.items():
             if count:
                 found.append(f"{count} errors of {tool}")
-        found += self.tally.messages + USER_FAILURES + self.misplaced + self.wrong
+        found += self.tally.messages + USER_FAILURES + self.misplaced + self.wrong + self.broken
         if self.user_errors:
             found.append(f"{self.user_errors} failed requests of the user")
         if self.window is not None:
@@ -633,8 +665,22 @@ def run(argv: list[str] | None = None) -> Outcome:
                 measure(server.url, server.token, args, server.proc.pid)
             )
             checked, wrong = in_files(root, args.cell_agents, args.cells)
+            notebooks, broken = notebooks_on_disk(root)
+            server_errors = server.logged_errors()
     return Outcome(
-        args, collaboration, elapsed, tally, misplaced, quiet, busy, window, checked, wrong
+        args,
+        collaboration,
+        elapsed,
+        tally,
+        misplaced,
+        quiet,
+        busy,
+        window,
+        checked,
+        wrong,
+        notebooks,
+        broken,
+        server_errors,
     )
 
 
@@ -685,7 +731,9 @@ def report(outcome: Outcome) -> None:
         f"errors: {errors} agent calls, {len(tally.stopped)} agents stopped, "
         f"{outcome.user_errors} user requests, {window_errors} in the window (target 0); "
         f"outputs in the wrong place: {len(outcome.misplaced)} of {answers} answers, "
-        f"{len(outcome.wrong)} of {outcome.checked} cells in the files (target 0)"
+        f"{len(outcome.wrong)} of {outcome.checked} cells in the files (target 0); "
+        f"notebook files empty, invalid or with a save's leftovers: {len(outcome.broken)} of "
+        f"{outcome.notebooks} (target 0)"
     )
     shown = window.errors[:5] if window is not None else []
     for message in (
@@ -694,9 +742,14 @@ def report(outcome: Outcome) -> None:
         + USER_FAILURES
         + outcome.misplaced[:5]
         + outcome.wrong[:5]
+        + outcome.broken[:5]
         + shown
     ):
         print("  ", message)
+    if outcome.server_errors:
+        print(f"the server logged {len(outcome.server_errors)} errors; the first ones:")
+        for entry in outcome.server_errors[:3]:
+            print("   " + entry[-2000:].replace("\n", "\n   "))
 
 
 def main() -> None:
