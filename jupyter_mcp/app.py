@@ -26,7 +26,7 @@ from .core.paths import is_inside, seal
 from .core.registry import Registry
 from .core.toolsets import TOOLSETS, unknown_toolsets
 from .core.version import __version__
-from .documents.jupyter_contents import serve_stable_ids
+from .documents.jupyter_contents import serve_stable_ids, share_file_locks
 from .execution.processes import kill_groups_now
 from .kernels.managers import process_groups as kernel_process_groups
 from .lab.editor import EditorBridge
@@ -332,8 +332,8 @@ class JupyterMCP(ExtensionApp):
     _warm_task: asyncio.Task[None] | None = None
     _froze_heap = False
     _stopped: asyncio.Future[None] | None = None
-    #: What puts the contents managers' own ``get`` back (see jupyter_contents).
-    _unserve_ids: list[Callable[[], None]]
+    #: What puts the contents managers' own ``get`` and ``save`` back (see jupyter_contents).
+    _unadapt_contents: list[Callable[[], None]]
 
     def settings_snapshot(self) -> Settings:
         """The current policies as the plain object tools read (one trait per field)."""
@@ -422,7 +422,7 @@ class JupyterMCP(ExtensionApp):
         contents_manager = getattr(serverapp, "contents_manager", None)
         root_dir = Path(getattr(contents_manager, "root_dir", None) or serverapp.root_dir)
         self._seal_credentials(root_dir)
-        self._unserve_ids = []
+        self._unadapt_contents = []
         self.tool_executor = ThreadPoolExecutor(
             max_workers=self.tool_threads, thread_name_prefix="jupyter-mcp-tool"
         )
@@ -451,7 +451,7 @@ class JupyterMCP(ExtensionApp):
         # Notebooks open in JupyterLab (or shared, with jupyter-collaboration) change live, and
         # load through the contents manager with the cell ids the tools give out.
         services.notebooks = LiveNotebooks(self.tool_context, editor, services.notebooks)
-        self._serve_stable_ids()
+        self._adapt_contents_managers()
         self.registry.observers.append(editor.record_call)
         self.registry.start_observers.append(editor.call_started)
         self.log.info(
@@ -489,18 +489,22 @@ class JupyterMCP(ExtensionApp):
             places = [grants.parent]
         seal([p for p in (runtime_dir, *places) if p])
 
-    def _serve_stable_ids(self) -> None:
+    def _adapt_contents_managers(self) -> None:
         """Have the server's contents managers (the app's and the handlers') hand out the
-        tools' cell ids; a manager already doing so is left as it is."""
+        tools' cell ids and save files under the tools' file locks; a manager already doing
+        so is left as it is."""
         serverapp = self.serverapp
         settings = getattr(getattr(serverapp, "web_app", None), "settings", {})
         for manager in (
             getattr(serverapp, "contents_manager", None),
             settings.get("contents_manager"),
         ):
-            restore = serve_stable_ids(manager, self.tool_context) if manager is not None else None
-            if restore is not None:
-                self._unserve_ids.append(restore)
+            if manager is None:
+                continue
+            for adapt in (serve_stable_ids, share_file_locks):
+                restore = adapt(manager, self.tool_context)
+                if restore is not None:
+                    self._unadapt_contents.append(restore)
 
     def _make_oauth(self) -> OAuthServer:
         """The OAuth authorization server, over the grants file of this user."""
@@ -578,7 +582,7 @@ class JupyterMCP(ExtensionApp):
         await surface.start()
         # Again now that every extension is loaded: one may have replaced the contents manager
         # (jupytext's server extension does, building its own from the configured class).
-        self._serve_stable_ids()
+        self._adapt_contents_managers()
         if self.tool_context.services.oauth is not None:
             self.tool_context.services.oauth.start()
         if self.warm_start:
@@ -624,7 +628,7 @@ class JupyterMCP(ExtensionApp):
             # what start-up made becomes collectable again.
             gc.unfreeze()
             self._froze_heap = False
-        restores = getattr(self, "_unserve_ids", [])
+        restores = getattr(self, "_unadapt_contents", [])
         while restores:
             restores.pop()()
         context = getattr(self, "tool_context", None)

@@ -75,17 +75,18 @@ def _saves_finished(collaboration: bool, jp_serverapp: Any, jp_asyncio_loop: Any
     test process never exits (tests/conftest.py's pytest_sessionfinish names such threads).
     """
     yield
-    if not collaboration:
-        return
+    if collaboration:
+        jp_asyncio_loop.run_until_complete(collaboration_saves_done())
 
-    async def saves() -> None:
-        deadline = jp_asyncio_loop.time() + 30
-        while pending := [
-            task
-            for task in asyncio.all_tasks()
-            if getattr(task.get_coro(), "__qualname__", "") in COLLABORATION_SAVES
-        ]:
-            assert jp_asyncio_loop.time() < deadline, f"collaboration saves still run: {pending}"
-            await asyncio.wait(pending, timeout=1)
 
-    jp_asyncio_loop.run_until_complete(saves())
+async def collaboration_saves_done() -> None:
+    """Wait until jupyter-collaboration has no save under way (30 s at most)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + 30
+    while pending := [
+        task
+        for task in asyncio.all_tasks()
+        if getattr(task.get_coro(), "__qualname__", "") in COLLABORATION_SAVES
+    ]:
+        assert loop.time() < deadline, f"collaboration saves still run: {pending}"
+        await asyncio.wait(pending, timeout=1)

@@ -8,12 +8,13 @@ the unit tests and :class:`~jupyter_mcp.testing.PluginHarness` call tools withou
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import functools
 import logging
 import threading
-from collections.abc import Awaitable, Callable
-from concurrent.futures import Executor
+from collections.abc import AsyncIterator, Awaitable, Callable
+from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, cast
@@ -188,6 +189,35 @@ class PathLocks:
             if lock is None:
                 lock = self._locks[path] = threading.Lock()
             return lock
+
+
+#: The threads that wait for a file's lock for the event loop (see :func:`held`): their own, so
+#: that many waiters never take the few threads of asyncio's default executor that the lock's
+#: holder may need before it gives the lock back (its read of the file, say). A waiter holds no
+#: lock, so a thread here never waits for another one.
+_lock_waiters = ThreadPoolExecutor(max_workers=32, thread_name_prefix="jupyter_mcp-lock")
+
+
+@contextlib.asynccontextmanager
+async def held(lock: threading.Lock) -> AsyncIterator[None]:
+    """Hold a file's lock (a thread lock the file tools take in worker threads) on the loop."""
+    if not lock.acquire(blocking=False):
+        loop = asyncio.get_running_loop()
+        acquiring = asyncio.ensure_future(loop.run_in_executor(_lock_waiters, lock.acquire))
+        try:
+            await asyncio.shield(acquiring)
+        except asyncio.CancelledError:
+            # The thread still gets the lock; give it back as soon as it does.
+            def give_back(done: asyncio.Future[bool]) -> None:
+                if not done.cancelled() and done.exception() is None:
+                    lock.release()
+
+            acquiring.add_done_callback(give_back)
+            raise
+    try:
+        yield
+    finally:
+        lock.release()
 
 
 @dataclass(eq=False)

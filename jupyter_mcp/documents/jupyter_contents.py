@@ -1,4 +1,5 @@
-"""Jupyter's contents manager hands out the cell ids the tools give out.
+"""Jupyter's contents manager hands out the cell ids the tools give out, and writes a file
+under the lock the tools take for it.
 
 JupyterLab (through the contents API) and jupyter-collaboration (loading a shared document)
 read notebooks through the server's contents manager, which reads them with nbformat: each cell
@@ -15,6 +16,20 @@ notebook it loads, and as the first write stores it): an older minor version has
 ids. Only a notebook whose cells are those the tools read from its file (same count, same
 sources) gets them; anything else (a contents manager that makes notebooks from other files, a file
 changed between the two reads) is handed out as the manager made it.
+
+With :func:`share_file_locks` the manager saves a file, and reads a file's content, under
+the file's lock (see :func:`~jupyter_mcp.documents.files.transaction`). Jupyter saves a file in
+place: it copies it to ``.~name``, empties it, writes the new content and removes the copy. Two
+such saves at once, or a read in between, break the file: the second save copies the emptied
+file as its backup; a read of a notebook that finds it empty (or cut short) with a backup beside
+it takes the save for a crashed one, moves the file being written to ``name.invalid`` and the
+backup over it, so that the save then writes a file nobody reads. jupyter-collaboration orders
+only the saves and loads of one shared document among themselves; the lock orders them with
+every other save (a window's, a copy's), with the contents API's reads and with the tools'
+writes. (Upstream, as of jupyter_server 2.21.1 and jupyter_server_ydoc 3.0.4: the in-place
+write is ``atomic_writing`` in ``jupyter_server/services/contents/fileio.py`` line 103, the
+restore ``AsyncFileManagerMixin._read_notebook`` line 518 of that file, and the one lock
+``FileLoader._lock`` in ``jupyter_server_ydoc/loaders.py`` line 41.)
 """
 
 from __future__ import annotations
@@ -25,7 +40,7 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
-from ..core.context import ToolContext
+from ..core.context import ToolContext, held
 from ..core.errors import ToolError
 from .facts import is_notebook, stamp_of_stat
 from .files import settled_bytes
@@ -105,3 +120,53 @@ def with_stable_ids(ctx: ToolContext, model: dict[str, Any]) -> None:
     # saved from this model would not be valid), as JupyterLab makes a notebook it loads and
     # as the first write stores it.
     upgraded_for_write(model["content"])
+
+
+def share_file_locks(contents_manager: Any, ctx: ToolContext) -> Callable[[], None] | None:
+    """Have ``contents_manager`` save a file, and read a file's content or hash, under the
+    file's lock (see the module docstring); returns the function that puts the original
+    methods back, or None when the manager already takes the locks or is not asynchronous (a
+    synchronous manager would wait for a lock on the event loop, which the tools' writes may
+    need before they give it back)."""
+    save, get = contents_manager.save, contents_manager.get
+    if getattr(save, "takes_file_locks", False) or not inspect.iscoroutinefunction(save):
+        return None
+    if not inspect.iscoroutinefunction(get):
+        return None
+
+    def lock_of(api_path: Any) -> Any:
+        try:
+            path = ctx.resolve(str(api_path or "").strip("/"))
+        except ToolError:  # outside the project (a root the tools do not serve): no lock
+            return None
+        # A folder is never saved in place: its listings need not wait for one another.
+        return None if path.is_dir() else ctx.locks(path)
+
+    @functools.wraps(save)
+    async def locked_save(model: Any, path: str = "", *args: Any, **kwargs: Any) -> Any:
+        lock = lock_of(path)
+        if lock is None:
+            return await save(model, path, *args, **kwargs)
+        async with held(lock):
+            return await save(model, path, *args, **kwargs)
+
+    @functools.wraps(get)
+    async def locked_get(path: str, *args: Any, **kwargs: Any) -> Any:
+        # Only a read of the file's bytes can meet a save half done: a model without content
+        # takes no lock, so a save never holds up the listing of its folder.
+        content = kwargs.get("content", args[0] if args else True)
+        lock = lock_of(path) if content or kwargs.get("require_hash") else None
+        if lock is None:
+            return await get(path, *args, **kwargs)
+        async with held(lock):
+            return await get(path, *args, **kwargs)
+
+    locked_save.takes_file_locks = True  # type: ignore[attr-defined]
+    contents_manager.save, contents_manager.get = locked_save, locked_get
+
+    def restore() -> None:
+        for name, wrapper in (("save", locked_save), ("get", locked_get)):
+            if contents_manager.__dict__.get(name) is wrapper:
+                delattr(contents_manager, name)
+
+    return restore

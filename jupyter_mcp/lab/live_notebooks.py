@@ -22,15 +22,14 @@ import contextlib
 import copy
 import difflib
 import itertools
-import threading
 import time
 import weakref
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Callable, Hashable
+from collections.abc import Callable, Hashable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from ..core.context import ToolContext
+from ..core.context import ToolContext, held
 from ..core.errors import ToolError
 from ..documents.notebook_document import Location, NotebookDocument, NotebookDocuments
 from ..documents.notebook_file import FileNotebooks, load_notebook, stored_format
@@ -57,27 +56,6 @@ T = TypeVar("T")
 LIVE_FLUSH_INTERVAL = 0.1
 #: Characters of outputs a second a running cell sends to a live document at most.
 LIVE_BYTES_PER_SECOND = 2_000_000
-
-
-@contextlib.asynccontextmanager
-async def held(lock: threading.Lock) -> AsyncIterator[None]:
-    """Hold a file's lock (a thread lock the file tools take in worker threads) on the loop."""
-    if not lock.acquire(blocking=False):
-        acquiring = asyncio.ensure_future(asyncio.to_thread(lock.acquire))
-        try:
-            await asyncio.shield(acquiring)
-        except asyncio.CancelledError:
-            # The thread still gets the lock; give it back as soon as it does.
-            def give_back(done: asyncio.Future[bool]) -> None:
-                if not done.cancelled() and done.exception() is None:
-                    lock.release()
-
-            acquiring.add_done_callback(give_back)
-            raise
-    try:
-        yield
-    finally:
-        lock.release()
 
 
 def _normalised(nb: dict[str, Any], shown: str) -> dict[str, Any]:
