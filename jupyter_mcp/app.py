@@ -29,6 +29,7 @@ from .core.version import __version__
 from .documents.jupyter_contents import serve_stable_ids, share_file_locks
 from .execution.processes import kill_groups_now
 from .kernels.managers import process_groups as kernel_process_groups
+from .kernels.managers import stamp_new_kernels
 from .lab.editor import EditorBridge
 from .lab.live_notebooks import LiveNotebooks
 from .plugins.host import load_plugins
@@ -332,8 +333,9 @@ class JupyterMCP(ExtensionApp):
     _warm_task: asyncio.Task[None] | None = None
     _froze_heap = False
     _stopped: asyncio.Future[None] | None = None
-    #: What puts the contents managers' own ``get`` and ``save`` back (see jupyter_contents).
-    _unadapt_contents: list[Callable[[], None]]
+    #: What puts back the server's own methods the app wrapped (its contents managers' ``get``
+    #: and ``save``, its kernel manager's factory).
+    _restores: list[Callable[[], None]]
 
     def settings_snapshot(self) -> Settings:
         """The current policies as the plain object tools read (one trait per field)."""
@@ -422,7 +424,7 @@ class JupyterMCP(ExtensionApp):
         contents_manager = getattr(serverapp, "contents_manager", None)
         root_dir = Path(getattr(contents_manager, "root_dir", None) or serverapp.root_dir)
         self._seal_credentials(root_dir)
-        self._unadapt_contents = []
+        self._restores = []
         self.tool_executor = ThreadPoolExecutor(
             max_workers=self.tool_threads, thread_name_prefix="jupyter-mcp-tool"
         )
@@ -452,6 +454,9 @@ class JupyterMCP(ExtensionApp):
         # load through the contents manager with the cell ids the tools give out.
         services.notebooks = LiveNotebooks(self.tool_context, editor, services.notebooks)
         self._adapt_contents_managers()
+        restore = stamp_new_kernels(self.serverapp)
+        if restore is not None:
+            self._restores.append(restore)
         self.registry.observers.append(editor.record_call)
         self.registry.start_observers.append(editor.call_started)
         self.log.info(
@@ -504,7 +509,7 @@ class JupyterMCP(ExtensionApp):
             for adapt in (serve_stable_ids, share_file_locks):
                 restore = adapt(manager, self.tool_context)
                 if restore is not None:
-                    self._unadapt_contents.append(restore)
+                    self._restores.append(restore)
 
     def _make_oauth(self) -> OAuthServer:
         """The OAuth authorization server, over the grants file of this user."""
@@ -628,7 +633,7 @@ class JupyterMCP(ExtensionApp):
             # what start-up made becomes collectable again.
             gc.unfreeze()
             self._froze_heap = False
-        restores = getattr(self, "_unadapt_contents", [])
+        restores = getattr(self, "_restores", [])
         while restores:
             restores.pop()()
         context = getattr(self, "tool_context", None)

@@ -18,11 +18,12 @@ import contextlib
 import queue
 import weakref
 from collections import Counter
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from jupyter_client.session import Session
 from jupyter_core.utils import ensure_async
+from jupyter_server._tz import utcnow
 from jupyter_server.gateway.managers import GatewayKernelManager, GatewayMappingKernelManager
 from tornado import web
 
@@ -174,6 +175,39 @@ def process_groups(serverapp: Any) -> list[int]:
             if isinstance(group, int) and group > 1:
                 groups.append(group)
     return groups
+
+
+def stamp_new_kernels(serverapp: Any) -> Callable[[], None] | None:
+    """Give each kernel the server's kernel manager makes its activity time at once; returns
+    the function that puts the manager's own factory back (None: nothing to do).
+
+    jupyter_server lists a kernel as soon as jupyter_client has started it, but stamps its
+    ``last_activity`` only once its own start resumes, a turn of the event loop later; a
+    ``GET /api/status`` or ``/api/kernels`` in between fails with HTTP 500 (a TraitError: the
+    kernel has no time to show), seen under a load of twenty kernels starting. Upstream, as
+    of jupyter_server 2.21.1: ``MappingKernelManager.kernel_model`` and ``list_kernels`` in
+    ``jupyter_server/services/kernels/kernelmanager.py`` (lines 533-563), the stamp at line
+    267. The stamp here is the kernel's creation; the server's own replaces it a moment later.
+    """
+    manager: Any = getattr(serverapp, "kernel_manager", None)
+    factory = getattr(manager, "kernel_manager_factory", None)
+    if factory is None or behind_gateway(serverapp) or getattr(factory, "stamps", False):
+        return None
+
+    def stamped(*args: Any, **kwargs: Any) -> Any:
+        kernel = factory(*args, **kwargs)
+        if kernel.has_trait("last_activity"):  # a new manager has none: read, it raises
+            kernel.last_activity = utcnow()
+        return kernel
+
+    stamped.stamps = True  # type: ignore[attr-defined]
+    manager.kernel_manager_factory = stamped
+
+    def restore() -> None:
+        if manager.kernel_manager_factory is stamped:
+            manager.kernel_manager_factory = factory
+
+    return restore
 
 
 async def is_alive(manager: Any) -> bool:
