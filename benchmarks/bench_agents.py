@@ -224,13 +224,20 @@ class Tally:
                     print(f"under way for over {every:.0f} s: {long[:10]}", file=sys.stderr)
 
 
-def dumper(base: str, headers: dict[str, str], folder: Path) -> Callable[[str], Awaitable[None]]:
-    """What to do when calls go unanswered: write, into a file of ``folder``, every asyncio
-    task's and thread's stack in the server (its probe) and in this process (the clients)."""
+def dumper(
+    base: str, headers: dict[str, str], folder: str | None
+) -> Callable[[str], Awaitable[None]]:
+    """What to do when calls go unanswered: write, into a file of ``folder`` (a fresh one
+    when None), every asyncio task's and thread's stack in the server (its probe) and in this
+    process (the clients)."""
     numbers = itertools.count(1)
+    chosen: list[Path] = []  # made at the first dump: most runs have none
 
     async def dump(calls: str) -> None:
-        path = folder / f"stuck-{next(numbers)}.txt"
+        if not chosen:
+            chosen.append(Path(folder or tempfile.mkdtemp(prefix="bench-agents-stuck-")))
+            chosen[0].mkdir(parents=True, exist_ok=True)
+        path = chosen[0] / f"stuck-{next(numbers)}.txt"
         try:
             async with httpx2.AsyncClient(headers=headers, timeout=120) as http:
                 response = await http.get(f"{base}/soak-probe", params={"stacks": "1"})
@@ -513,9 +520,9 @@ async def loaded(
         asyncio.create_task(tally.guarded(f"agent {j}", other_agent(url, headers, j, done, tally)))
         for j in range(args.other_agents)
     ]
-    dumps = Path(args.dumps or tempfile.mkdtemp(prefix="bench-agents-stuck-"))
-    dumps.mkdir(parents=True, exist_ok=True)
-    watch = asyncio.create_task(tally.watch(dump=dumper(base, headers, dumps), stuck=args.stuck))
+    watch = asyncio.create_task(
+        tally.watch(dump=dumper(base, headers, args.dumps), stuck=args.stuck)
+    )
     await asyncio.gather(
         *(
             tally.guarded(
