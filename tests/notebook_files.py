@@ -49,6 +49,14 @@ async def answer_of(client: Client, tool: str, **arguments: Any) -> Any:
         return text
 
 
+async def error_of(client: Client, tool: str, **arguments: Any) -> str:
+    """The message of the error ``tool`` answers over MCP; an answer that is no error fails
+    the test."""
+    result = await client.call_tool(tool, arguments)
+    assert result.is_error, result.content[0].text
+    return str(result.content[0].text)
+
+
 def write_notebook(path: Path, cells: list[Any]) -> list[str]:
     """Write a Python notebook of ``cells`` (nbformat cells) to ``path``; their ids."""
     nb = nbformat.v4.new_notebook()

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
 import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -359,3 +360,16 @@ async def listen_stream(
         reader.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await reader
+
+
+async def until(check: Any, timeout: float = 120, what: str = "the condition") -> Any:
+    """Poll ``check`` (a function, or a coroutine function) until it answers something true."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while True:
+        value = check()
+        if inspect.isawaitable(value):
+            value = await value
+        if value:
+            return value
+        assert asyncio.get_running_loop().time() < deadline, f"never reached: {what}"
+        await asyncio.sleep(0.1)

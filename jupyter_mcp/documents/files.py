@@ -81,6 +81,9 @@ def settled_bytes(path: Path) -> bytes:
     read meanwhile, the file is empty or cut short. So a read waits while that backup is
     there, and reads again when the file changed under it. A backup older than SAVE_WAIT is
     one a stopped server left behind, not a save going on, and is not waited for.
+
+    It may sleep up to SAVE_WAIT: call it from a worker thread (the tools' reads run in one),
+    never on the event loop.
     """
     backup = Path(path_to_intermediate(str(path)))
     deadline = time.monotonic() + SAVE_WAIT

@@ -334,20 +334,29 @@ _serials = itertools.count(1)
 
 
 class _Changes:
-    """Counts the transactions that changed one shared document, and keeps its last snapshot.
+    """Counts the changes to one shared notebook's cells and metadata, and keeps its last
+    snapshot.
 
     Every change reaches the document as a transaction (an agent's, a window's edit over the
     websocket, a reload from the file), deletions included, so an unchanged count means an
-    unchanged document; reading it is no transaction that changes it.
+    unchanged notebook; reading it is no transaction that changes it. Only the ``cells`` and
+    ``meta`` roots are watched (what ``YNotebook.get()`` is made of): the room's save writes
+    ``dirty`` and ``hash`` into the ``state`` root, and counting that would make a notebook
+    read in windows look changed by a save that changed nothing in it (CI failed on that).
     """
 
     def __init__(self, ydoc: Any) -> None:
         self.serial = next(_serials)  # ids of collected documents may be reused; this is not
         self.count = 0
         self.snapshot: tuple[int, dict[str, Any]] | None = None
-        self.subscription = ydoc.ydoc.observe(self._changed)
+        from pycrdt import Map  # only with jupyter-collaboration, which a shared doc implies
 
-    def _changed(self, _event: Any) -> None:
+        # jupyter_ydoc's own observe() would replace the room's observer, so the roots are
+        # observed directly; pycrdt hands out the same root for the same name and type.
+        cells, meta = ydoc.ycells, ydoc.ydoc.get("meta", type=Map)
+        self.subscriptions = (cells.observe_deep(self._changed), meta.observe_deep(self._changed))
+
+    def _changed(self, _events: Any) -> None:
         self.count += 1
 
 

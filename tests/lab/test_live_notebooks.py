@@ -270,3 +270,34 @@ async def test_a_live_edit_waits_for_a_file_tool_write_holding_the_notebook(
     assert nb["cells"][0]["source"] == "a = 2"
     assert lock.acquire(blocking=False)  # and given back
     lock.release()
+
+
+def test_a_shared_notebooks_version_changes_with_its_cells_not_with_the_rooms_saves() -> None:
+    # Reads in result windows compare this version: the room's save marks the document clean
+    # (``dirty``/``hash`` in its ``state`` root) and must not look like a change of the notebook
+    # (CI saw a whole read refused as "changed since its first window" by the save of an
+    # edit made before it began).
+    from jupyter_ydoc import YNotebook
+    from pycrdt import Map
+
+    from jupyter_mcp.lab.live_notebooks import _changes_of
+
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell("a = 1")]
+    ydoc = YNotebook()
+    ydoc.set(nb)
+    changes = _changes_of(ydoc)
+    assert changes is not None and _changes_of(ydoc) is changes
+    count = changes.count
+    ydoc.dirty = False
+    ydoc.hash = "0123"
+    ydoc.path = "renamed.ipynb"
+    assert changes.count == count
+    ydoc.ycells[0]["source"].insert(5, "0")  # a window's typing
+    assert changes.count > count
+    count = changes.count
+    ydoc.ydoc.get("meta", type=Map)["metadata"]["kernelspec"] = Map({"name": "python3"})
+    assert changes.count > count
+    count = changes.count
+    ydoc.ycells.append(ydoc.create_ycell(nbformat.v4.new_markdown_cell("# more")))
+    assert changes.count > count

@@ -10,8 +10,6 @@ kernel is interrupted. The status message says what runs (the command, its last 
 
 from __future__ import annotations
 
-import asyncio
-import inspect
 import json
 import os
 import re
@@ -23,22 +21,9 @@ from typing import Any
 import pytest
 from code_notebook import write_code_notebook
 from process_table import processes_with
-from task_clients import TasksExtension, legacy_session, modern_client
+from task_clients import TasksExtension, legacy_session, modern_client, until
 
 pytestmark = [pytest.mark.usefixtures("no_kernels_left"), pytest.mark.timeout(300)]
-
-
-async def until(check: Any, timeout: float = 120, what: str = "the condition") -> Any:
-    """Poll ``check`` (a function, or a coroutine function) until it answers something true."""
-    deadline = asyncio.get_running_loop().time() + timeout
-    while True:
-        value = check()
-        if inspect.isawaitable(value):
-            value = await value
-        if value:
-            return value
-        assert asyncio.get_running_loop().time() < deadline, f"never reached: {what}"
-        await asyncio.sleep(0.1)
 
 
 def value_of(result: dict[str, Any]) -> Any:

@@ -7,7 +7,6 @@
 from __future__ import annotations
 
 import asyncio
-import inspect
 import json
 import re
 import uuid
@@ -28,6 +27,7 @@ from task_clients import (
     legacy_session,
     listen_stream,
     modern_client,
+    until,
     until_ended,
 )
 
@@ -44,19 +44,6 @@ TASK_ID = re.compile(r"[0-9a-f]{32}")
 def write_notebook(root: Path, name: str, *sources: str) -> Path:
     """A notebook of code cells with the ids c0, c1, …"""
     return write_code_notebook(root, name, *sources, ids=True)
-
-
-async def until(check: Any, timeout: float = 120, what: str = "the condition") -> Any:
-    """Poll ``check`` (a function, or a coroutine function) until it answers something true."""
-    deadline = asyncio.get_running_loop().time() + timeout
-    while True:
-        value = check()
-        if inspect.isawaitable(value):
-            value = await value
-        if value:
-            return value
-        assert asyncio.get_running_loop().time() < deadline, f"never reached: {what}"
-        await asyncio.sleep(0.1)
 
 
 def answer_value(result: dict[str, Any]) -> Any:

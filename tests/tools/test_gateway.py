@@ -26,7 +26,7 @@ from jupyter_server.gateway.gateway_client import GatewayClient
 from jupyter_server.gateway.managers import GatewayMappingKernelManager
 from local_servers import free_port
 from mcp import Client
-from notebook_files import answer_of, on_disk
+from notebook_files import answer_of, error_of, on_disk
 from process_table import descendants
 
 from jupyter_mcp.documents.notebook_view import cell_marker_lines, notebook_view
@@ -38,12 +38,6 @@ pytestmark = pytest.mark.timeout(300)
 WHO = "import os\nprint(os.getpid(), os.getppid())"
 #: A cell that prints for a minute.
 TICKS = "import time\nfor i in range(600):\n    print('tick', i, flush=True)\n    time.sleep(.1)"
-
-
-async def _error(client: Client, tool: str, **arguments: Any) -> str:
-    result = await client.call_tool(tool, arguments)
-    assert result.is_error, result.content[0].text
-    return str(result.content[0].text)
 
 
 async def _ticking(client: Client, notebook: str) -> str:
@@ -248,7 +242,7 @@ async def test_kernel_actions_restart_change_and_shut_down_the_gateways_kernel(
             client, "kernel_action", action="restart", pathInProject="k.ipynb"
         )
         assert restarted["kernelId"] == kernel_id and kernel_id in gateway.kernel_ids()
-        assert "Not defined in the kernel of k.ipynb: y" in await _error(
+        assert "Not defined in the kernel of k.ipynb: y" in await error_of(
             client, "get_kernel_variables", pathInProject="k.ipynb", names=["y"]
         )
         again = await answer_of(client, "execute_notebook_cells", pathInProject="k.ipynb")
@@ -392,7 +386,7 @@ async def test_a_notebook_of_a_kernel_the_gateway_lacks_is_refused_naming_the_ga
     before = path.read_bytes()
     gateways = set(gateway.api("kernelspecs")["kernelspecs"])
     async with connect() as client:
-        message = await _error(client, "execute_notebook_cells", pathInProject="model.ipynb")
+        message = await error_of(client, "execute_notebook_cells", pathInProject="model.ipynb")
         assert await answer_of(client, "kernel_action", action="list") == []
     # The kernels named are the gateway's, and nothing was started there or written here
     assert "model.ipynb asks for the kernel 'julia-1.10' (Julia 1.10)" in message, message
@@ -409,9 +403,9 @@ async def test_a_gateway_that_cannot_be_used_is_a_clear_error_and_nothing_change
     path = write_code_notebook(jp_root_dir, "n.ipynb", "x = 1", ids=True)
     before = path.read_bytes()
     async with connect() as client:
-        ran = await _error(client, "execute_notebook_cells", pathInProject="n.ipynb")
-        listed = await _error(client, "kernel_action", action="list")
-        started = await _error(client, "kernel_action", action="start", pathInProject="n.ipynb")
+        ran = await error_of(client, "execute_notebook_cells", pathInProject="n.ipynb")
+        listed = await error_of(client, "kernel_action", action="list")
+        started = await error_of(client, "kernel_action", action="start", pathInProject="n.ipynb")
         # The file and cell tools go on working
         cells = await answer_of(client, "get_notebook_cells", pathInProject="n.ipynb")
     assert cells["kernel"] is None and cells["cells"][0]["source"] == "x = 1"

@@ -17,8 +17,7 @@ from typing import Any
 import nbformat
 import pytest
 from jupyter_client.kernelspec import KernelSpecManager
-from mcp import Client
-from notebook_files import answer_of, on_disk
+from notebook_files import answer_of, error_of, on_disk
 
 from jupyter_mcp.documents.notebook_view import cell_marker_lines, notebook_view
 
@@ -57,12 +56,6 @@ def write_notebook(root: Path, name: str, kernel: str, *sources: str) -> Path:
     path = root / name
     path.write_text(nbformat.writes(nb))
     return path
-
-
-async def _error(client: Client, tool: str, **arguments: Any) -> str:
-    result = await client.call_tool(tool, arguments)
-    assert result.is_error, result.content[0].text
-    return str(result.content[0].text)
 
 
 async def test_a_bash_notebook_runs_in_bash_and_every_kernel_tool_answers_for_bash(
@@ -133,12 +126,14 @@ async def test_a_bash_notebook_runs_in_bash_and_every_kernel_tool_answers_for_ba
         )
         assert still["outputs"][0]["text"] == "hi\n"  # the same shell, its variables kept
         # And what bash cannot do is said, not faked
-        message = await _error(client, "get_kernel_variables", pathInProject="shell.ipynb")
+        message = await error_of(client, "get_kernel_variables", pathInProject="shell.ipynb")
         assert "(bash_kernel) cannot list its variables" in message, message
         assert "runs bash; it has no debugger" in message
-        message = await _error(client, "debug_session", action="start", pathInProject="shell.ipynb")
+        message = await error_of(
+            client, "debug_session", action="start", pathInProject="shell.ipynb"
+        )
         assert "has no debugger" in message, message
-        problems = await _error(client, "get_file_problems", pathInProject="shell.ipynb")
+        problems = await error_of(client, "get_file_problems", pathInProject="shell.ipynb")
         assert "analyses Python" in problems and "bash notebook" in problems, problems
         project = await answer_of(client, "get_file_problems", pathInProject=".")
         assert project["filesChecked"] == 0 and project["problems"] == []
@@ -279,11 +274,13 @@ async def test_an_r_notebook_runs_in_irkernel_with_rs_errors_completions_and_int
             client, "execute_code_in_kernel", pathInProject="stats.ipynb", code="x"
         )
         assert kept["outputs"][0]["text"] == "[1] 1 2 3"
-        message = await _error(client, "get_kernel_variables", pathInProject="stats.ipynb")
+        message = await error_of(client, "get_kernel_variables", pathInProject="stats.ipynb")
         assert "(IRkernel) cannot list its variables" in message, message
-        message = await _error(client, "debug_session", action="start", pathInProject="stats.ipynb")
+        message = await error_of(
+            client, "debug_session", action="start", pathInProject="stats.ipynb"
+        )
         assert "has no debugger" in message, message
-        problems = await _error(client, "get_file_problems", pathInProject="stats.ipynb")
+        problems = await error_of(client, "get_file_problems", pathInProject="stats.ipynb")
         assert "R notebook" in problems, problems
 
 
