@@ -49,6 +49,7 @@ import sys
 import tempfile
 import time
 from collections import defaultdict
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from importlib.util import find_spec
 from pathlib import Path
@@ -62,6 +63,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 sys.path.insert(0, str(Path(__file__).parent))
 from _server import jupyter_server  # noqa: E402
+from _soak_probe import stacks  # noqa: E402
 from bench_mcp import percentile  # noqa: E402
 
 
@@ -196,13 +198,59 @@ class Tally:
             under_way = [f"{t}" for w, t, _ in self.under_way.values() if w == who]
             self.stopped.append(f"{who} stopped ({'; '.join(leaves(e))}); under way: {under_way}")
 
-    async def watch(self, every: float = 60) -> None:
-        """Say on stderr, every ``every`` seconds, which calls have been under way as long."""
-        while True:
-            await asyncio.sleep(every)
-            late = self.long_calls(every)
-            if late:
-                print(f"under way for over {every:.0f} s: {late[:10]}", file=sys.stderr)
+    async def watch(
+        self,
+        every: float = 60,
+        dump: Callable[[str], Awaitable[None]] | None = None,
+        stuck: float = 120,
+    ) -> None:
+        """Say on stderr, every ``every`` seconds, which calls have been under way as long; and
+        once for each call under way for over ``stuck`` seconds, ``dump`` where everything is."""
+        dumped: set[int] = set()
+        for turn in itertools.count(1):
+            await asyncio.sleep(min(every, 15))
+            now = time.perf_counter()
+            late = [
+                (number, f"{who} {tool}")
+                for number, (who, tool, started) in list(self.under_way.items())
+                if now - started > stuck and number not in dumped
+            ]
+            if late and dump is not None:
+                dumped.update(number for number, _ in late)
+                await dump(", ".join(call for _, call in late))
+            if turn % max(1, round(every / 15)) == 0:
+                long = self.long_calls(every)
+                if long:
+                    print(f"under way for over {every:.0f} s: {long[:10]}", file=sys.stderr)
+
+
+def dumper(
+    base: str, headers: dict[str, str], folder: str | None
+) -> Callable[[str], Awaitable[None]]:
+    """What to do when calls go unanswered: write, into a file of ``folder`` (a fresh one
+    when None), every asyncio task's and thread's stack in the server (its probe) and in this
+    process (the clients)."""
+    numbers = itertools.count(1)
+    chosen: list[Path] = []  # made at the first dump: most runs have none
+
+    async def dump(calls: str) -> None:
+        if not chosen:
+            chosen.append(Path(folder or tempfile.mkdtemp(prefix="bench-agents-stuck-")))
+            chosen[0].mkdir(parents=True, exist_ok=True)
+        path = chosen[0] / f"stuck-{next(numbers)}.txt"
+        try:
+            async with httpx2.AsyncClient(headers=headers, timeout=120) as http:
+                response = await http.get(f"{base}/soak-probe", params={"stacks": "1"})
+                server = response.text
+        except httpx2.HTTPError as e:  # a server whose loop does not answer says so too
+            server = f"the server did not answer: {type(e).__name__}: {e}"
+        client = stacks(asyncio.get_running_loop())
+        path.write_text(
+            f"under way: {calls}\n\n===== the server\n{server}\n\n===== the clients\n{client}"
+        )
+        print(f"under way for long: {calls}; stacks in {path}", file=sys.stderr)
+
+    return dump
 
 
 def leaves(e: BaseException) -> list[str]:
@@ -472,7 +520,9 @@ async def loaded(
         asyncio.create_task(tally.guarded(f"agent {j}", other_agent(url, headers, j, done, tally)))
         for j in range(args.other_agents)
     ]
-    watch = asyncio.create_task(tally.watch())
+    watch = asyncio.create_task(
+        tally.watch(dump=dumper(base, headers, args.dumps), stuck=args.stuck)
+    )
     await asyncio.gather(
         *(
             tally.guarded(
@@ -595,6 +645,14 @@ def options() -> argparse.ArgumentParser:
         "the server's shared documents); no window then",
     )
     parser.add_argument(
+        "--stuck",
+        type=float,
+        default=120,
+        help="seconds after which a call under way has the stacks of the server's tasks and "
+        "threads and of this process's written to a file (said on stderr)",
+    )
+    parser.add_argument("--dumps", help="the folder of those files (default: a fresh one)")
+    parser.add_argument(
         "--no-window",
         action="store_true",
         help="no JupyterLab window in Chromium (the user's scripted requests only)",
@@ -659,7 +717,11 @@ def run(argv: list[str] | None = None) -> Outcome:
         # Enabled on install, when it is installed.
         collaboration = not args.no_collaboration and bool(find_spec("jupyter_server_ydoc"))
         off = {"jupyter_server_ydoc": False} if args.no_collaboration else {}
-        with jupyter_server(root, extensions=off) as server:
+        # The probe (_soak_probe) tells where a call that goes unanswered is stuck.
+        here = str(Path(__file__).parent)
+        paths = (here, os.environ.get("PYTHONPATH", ""))
+        env = {"PYTHONPATH": os.pathsep.join(p for p in paths if p)}
+        with jupyter_server(root, env=env, extensions={**off, "_soak_probe": True}) as server:
             time.sleep(args.settle)  # the warm start (workers, the project's index) first
             quiet, tally, misplaced, busy, elapsed, window = asyncio.run(
                 measure(server.url, server.token, args, server.proc.pid)

@@ -28,6 +28,8 @@ class ServerProcess:
     url: str
     token: str
     root: Path
+    #: The server's process id.
+    pid: int = 0
 
 
 def free_port() -> int:
@@ -98,7 +100,7 @@ def server_process(
                     log.seek(0)
                     pytest.fail("the server did not start:\n" + log.read().decode())
                 time.sleep(0.25)
-        yield ServerProcess(url=url, token=token, root=root)
+        yield ServerProcess(url=url, token=token, root=root, pid=process.pid)
     finally:
         process.terminate()
         try:

@@ -531,6 +531,7 @@ class MCPSurface:
         self._visible = self._visible_names()
         self.ctx.log.addHandler(self._log_handler)
         self._task = asyncio.get_running_loop().create_task(self._run())
+        serve_as_anyio_root(self._task)
         await self._ready.wait()
         if self._task.done():
             self._task.result()  # the manager failed to start: raise why
@@ -1118,6 +1119,30 @@ def _protocol_error(error: ResourceError, rctx: Any) -> MCPError:
 
 #: The not-found code of the legacy era (2026-07-28 uses invalid params).
 RESOURCE_NOT_FOUND = -32002
+
+
+def serve_as_anyio_root(task: asyncio.Task[Any]) -> None:
+    """Make ``task`` AnyIO's root task in the running loop, for as long as it runs.
+
+    Each ``anyio.to_thread.run_sync`` (Jupyter's contents manager per entry of a folder, the
+    collaboration's SQLite store three to six times per document update, the SDK) binds its
+    worker thread to the loop's root task. AnyIO knows that task only under ``anyio.run`` or
+    ``run_until_complete``; Jupyter runs its loop with ``run_forever``, so every call looked
+    for it through all the loop's tasks, and then bound the thread to the calling request's
+    task, stopping the thread when that request ended. Under bench_agents' load the loop held
+    3,396 tasks (2,832 of them the collaboration store's queued writes), each thread hop scanned
+    them all, and that scan was 13% of the loop's time; the writes queued behind slower hops,
+    which made the scan longer still. The session manager's task lives as long as the extension
+    (AnyIO already bound the SDK's threads to it): bound to it, threads are kept and reused, and
+    a hop costs the same with any number of tasks. Once it ends, AnyIO looks again as before.
+    """
+    try:
+        from anyio._backends._asyncio import _root_task
+    except ImportError:  # another AnyIO layout: it finds a root task its own way
+        return
+    current = _root_task.get(None)
+    if current is None or current.done():  # under anyio.run, say, AnyIO's own stays
+        _root_task.set(task)
 
 
 def _stop_sse_shutdown_watcher() -> None:
