@@ -20,7 +20,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 #: Bytes of stdout and of stderr kept per command; the rest is read and discarded.
 OUTPUT_CAP_BYTES = 1024 * 1024
@@ -275,8 +277,8 @@ async def run_shell(
         full_env.update(env)
     activity = tracker.begin(command) if tracker else None
     started = time.monotonic()
-    try:
-        proc = await asyncio.create_subprocess_shell(
+    spawn = asyncio.ensure_future(
+        asyncio.create_subprocess_shell(
             command,
             cwd=str(cwd),
             env=full_env,
@@ -285,6 +287,23 @@ async def run_shell(
             stderr=asyncio.subprocess.PIPE,
             start_new_session=True,
         )
+    )
+    try:
+        # Shielded: cancelled between the fork and the pipes' connection, asyncio's own
+        # clean-up kills the shell alone (what it started lives on) and then waits for an
+        # exit it may never hear of (a call hung there for 300 s in CI). The start is let
+        # finish, and a cancelled call ends the whole group as below.
+        proc = await asyncio.shield(spawn)
+    except asyncio.CancelledError:
+        try:
+            spawned = await _settled(spawn)
+        except Exception:  # the start failed: nothing runs
+            if tracker and activity:
+                tracker.end(activity)
+        else:
+            # Listed until its group is gone, as a command cancelled later is.
+            await asyncio.shield(_finish(spawned, None, tracker, activity))
+        raise
     except BaseException:
         if tracker and activity:
             tracker.end(activity)
@@ -345,7 +364,7 @@ async def _exited(proc: asyncio.subprocess.Process) -> int:
 
 async def _finish(
     proc: asyncio.subprocess.Process,
-    pumps: asyncio.Future[Any],
+    pumps: asyncio.Future[Any] | None,
     tracker: BackgroundCommands | None,
     activity: Activity | None,
 ) -> None:
@@ -356,7 +375,18 @@ async def _finish(
             tracker.end(activity)
 
 
-async def _end_group(proc: asyncio.subprocess.Process, pumps: asyncio.Future[Any]) -> None:
+async def _settled(future: asyncio.Future[T]) -> T:
+    """``future``'s result, waited for through any number of cancellations of the caller
+    (anyio's cancel scopes cancel again at every await)."""
+    while True:
+        try:
+            return await asyncio.shield(future)
+        except asyncio.CancelledError:
+            if future.done():
+                return future.result()
+
+
+async def _end_group(proc: asyncio.subprocess.Process, pumps: asyncio.Future[Any] | None) -> None:
     if sys.platform != "win32" and (
         proc.returncode is None or await asyncio.to_thread(group_alive, proc.pid)
     ):
@@ -365,6 +395,8 @@ async def _end_group(proc: asyncio.subprocess.Process, pumps: asyncio.Future[Any
         if proc.returncode is None:
             proc.kill()
     await _exited(proc)
+    if pumps is None:  # cancelled while it started: nobody reads its output
+        return
     try:
         await asyncio.wait_for(pumps, 5)
     except (asyncio.TimeoutError, asyncio.CancelledError):

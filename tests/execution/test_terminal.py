@@ -136,6 +136,27 @@ async def test_cancelling_the_call_kills_the_command(tmp_path: Path) -> None:
     assert not ctx.services.background_commands.running
 
 
+async def test_a_command_cancelled_while_it_is_being_started_leaves_nothing_behind(
+    tmp_path: Path,
+) -> None:
+    # On a loaded machine the call can be cancelled after the shell was forked but before
+    # asyncio had connected its pipes: asyncio's own clean-up then kills the shell alone, and
+    # the command the shell had started lived on (CI timed out waiting in that clean-up).
+    marker = f"{50 + uuid.uuid4().int % 1000}.{uuid.uuid4().int % 10**6}"
+    ctx = ToolContext(root_dir=tmp_path)
+    ctx.services = build_services(ctx)
+    command = f"sleep {marker} & sleep {marker}; echo never"
+    for steps in range(20):  # each turn cancels at a later step of the start
+        task = asyncio.create_task(terminal_tools.run_command_on_background(ctx, command=command))
+        for _ in range(steps):
+            await asyncio.sleep(0)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await asyncio.wait_for(task, 60)
+    assert await _until_gone(f"sleep {marker}") == []
+    assert not ctx.services.background_commands.running
+
+
 async def test_a_command_cancelled_again_while_it_is_killed_is_not_left_listed(
     tmp_path: Path,
 ) -> None:
