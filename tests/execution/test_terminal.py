@@ -24,6 +24,13 @@ from jupyter_mcp.tools import terminal as terminal_tools
 from jupyter_mcp.tools.terminal import pick_command
 
 
+def _context(root: Path) -> ToolContext:
+    """A tool context with its services, as the server builds it, for calling tools directly."""
+    ctx = ToolContext(root_dir=root)
+    ctx.services = build_services(ctx)
+    return ctx
+
+
 async def _until_gone(marker: str, seconds: float = 5.0) -> list[str]:
     deadline = time.monotonic() + seconds
     while (left := processes_with(marker)) and time.monotonic() < deadline:
@@ -119,8 +126,7 @@ async def test_output_is_capped(ok: Any) -> None:
 
 async def test_cancelling_the_call_kills_the_command(tmp_path: Path) -> None:
     marker = f"{50 + uuid.uuid4().int % 1000}.{uuid.uuid4().int % 10**6}"
-    ctx = ToolContext(root_dir=tmp_path)
-    ctx.services = build_services(ctx)
+    ctx = _context(tmp_path)
     task = asyncio.create_task(
         terminal_tools.run_command_on_background(ctx, command=f"sleep {marker}; echo never")
     )
@@ -143,8 +149,7 @@ async def test_a_command_cancelled_while_it_is_being_started_leaves_nothing_behi
     # asyncio had connected its pipes: asyncio's own clean-up then kills the shell alone, and
     # the command the shell had started lived on (CI timed out waiting in that clean-up).
     marker = f"{50 + uuid.uuid4().int % 1000}.{uuid.uuid4().int % 10**6}"
-    ctx = ToolContext(root_dir=tmp_path)
-    ctx.services = build_services(ctx)
+    ctx = _context(tmp_path)
     command = f"sleep {marker} & sleep {marker}; echo never"
     for steps in range(20):  # each turn cancels at a later step of the start
         task = asyncio.create_task(terminal_tools.run_command_on_background(ctx, command=command))
@@ -163,8 +168,7 @@ async def test_a_command_cancelled_again_while_it_is_killed_is_not_left_listed(
     # anyio's cancel scopes (the MCP SDK runs each call in one) cancel at every await, so the
     # clean-up after a cancellation is itself cancelled.
     marker = f"{50 + uuid.uuid4().int % 1000}.{uuid.uuid4().int % 10**6}"
-    ctx = ToolContext(root_dir=tmp_path)
-    ctx.services = build_services(ctx)
+    ctx = _context(tmp_path)
     task = asyncio.create_task(
         terminal_tools.run_command_on_background(ctx, command=f"sleep {marker}")
     )
