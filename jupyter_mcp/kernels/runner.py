@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import logging
 import secrets
 import time
@@ -223,10 +224,15 @@ class Execution:
     # -- running ------------------------------------------------------------------------------
 
     def begin(self) -> None:
-        """Start the run in its own task, with its deadline."""
+        """Start the run in its own task, with its deadline.
+
+        The task runs in (a copy of) the context of the call that started it: the run reports
+        to the call's MCP task. The deadline does not: a timer keeps its context until it is
+        dropped, and the call's context holds the call's handler and MCP session.
+        """
         loop = asyncio.get_running_loop()
         self.task = loop.create_task(self._run(), name=f"jupyter_mcp execution {self.id}")
-        self._timer = loop.call_later(self.timeout, self._time_out)
+        self._timer = loop.call_later(self.timeout, self._time_out, context=contextvars.Context())
 
     def _time_out(self) -> None:
         if not self.done:
@@ -262,6 +268,18 @@ class Execution:
             if self._timer is not None:
                 self._timer.cancel()
             self._report(final=True)
+            self._release()
+
+    def _release(self) -> None:
+        """Let go of what ties the ended run to the call that started it: its task (which
+        keeps that call's context, with the call's handler and MCP session, for as long as
+        it is referenced), its timers and the call's progress reporter. The finished run is
+        kept for follow-ups (:data:`KEEP_FINISHED`) with its outputs only."""
+        if self._deferred is not None:
+            self._deferred.cancel()
+        self._deferred = self._timer = None
+        self.reporter = None
+        self.task = None
 
     async def _run_step(self, kept: KernelClient, step: Step) -> bool:
         """Run one step; False when the execution stops after it."""

@@ -1093,13 +1093,22 @@ class MCPSurface:
                 log.debug("jupyter_mcp: list_changed not delivered", exc_info=True)
 
     def _forget_ended_sessions(self) -> None:
-        """Drop the subscriptions of legacy sessions that ended (closed, timed out)."""
+        """Drop what is kept of legacy sessions that ended (closed, timed out): their
+        subscriptions, their channel (the SDK's session object, and through it its streams)
+        and their log level. Kept until the tool list changed, every ended session's were
+        held for the server's life (up to 10,000 of each).
+
+        The SDK has no public list of its live sessions: its manager's ``_server_instances``
+        is read, and without it (another SDK layout) only the bounds above apply."""
         live = getattr(self.manager, "_server_instances", None)
         if live is None:
             return
         for session_id in self.hub.sessions():
             if session_id not in live:
                 self.hub.forget_session(session_id)
+        for kept in (self._sessions, self._levels):
+            for session_id in [s for s in kept if s not in live]:
+                del kept[session_id]
 
 
 _LIST_NOTIFICATIONS: dict[str, Any] = {

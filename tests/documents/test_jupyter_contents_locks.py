@@ -94,6 +94,20 @@ async def answered_or_waiting(request: asyncio.Future[Any], waiters: RecordingWa
     waiting.cancel()
 
 
+async def a_save_held_empty(
+    ok: Any, root: Path, monkeypatch: pytest.MonkeyPatch
+) -> tuple[Path, HeldSave]:
+    """A notebook ``n.ipynb`` holding ``x = 1`` whose cell the tools changed to ``x = 2``, its
+    room's save of that change held with the file emptied."""
+    path = _notebook(root / "n.ipynb", "x = 1")
+    listed = await ok("get_notebook_cells", pathInProject="n.ipynb")
+    held = HeldSave(monkeypatch, "n.ipynb")
+    cell = listed["cells"][0]["cellId"]
+    await ok("edit_notebook_cell", pathInProject="n.ipynb", cellId=cell, source="x = 2")
+    assert await asyncio.to_thread(held.emptied.wait, 60)
+    return path, held
+
+
 async def test_a_read_of_a_notebook_its_room_is_saving_gets_the_saved_notebook(
     ok: Any,
     jp_fetch: Any,
@@ -103,12 +117,7 @@ async def test_a_read_of_a_notebook_its_room_is_saving_gets_the_saved_notebook(
 ) -> None:
     # Given a notebook whose shared document the tools changed, its room's save held with
     # the file emptied and its backup beside it
-    path = _notebook(jp_root_dir / "n.ipynb", "x = 1")
-    listed = await ok("get_notebook_cells", pathInProject="n.ipynb")
-    held = HeldSave(monkeypatch, "n.ipynb")
-    cell = listed["cells"][0]["cellId"]
-    await ok("edit_notebook_cell", pathInProject="n.ipynb", cellId=cell, source="x = 2")
-    assert await asyncio.to_thread(held.emptied.wait, 60)
+    path, held = await a_save_held_empty(ok, jp_root_dir, monkeypatch)
     assert path.read_bytes() == b"" and (jp_root_dir / ".~n.ipynb").is_file()
 
     # When the notebook is read through the contents API (as a window opening it does)
@@ -134,12 +143,7 @@ async def test_a_save_through_the_contents_api_while_the_room_saves_leaves_a_who
     waiters: RecordingWaiters,
 ) -> None:
     # Given a notebook whose room's save is held with the file emptied
-    path = _notebook(jp_root_dir / "n.ipynb", "x = 1")
-    listed = await ok("get_notebook_cells", pathInProject="n.ipynb")
-    held = HeldSave(monkeypatch, "n.ipynb")
-    cell = listed["cells"][0]["cellId"]
-    await ok("edit_notebook_cell", pathInProject="n.ipynb", cellId=cell, source="x = 2")
-    assert await asyncio.to_thread(held.emptied.wait, 60)
+    path, held = await a_save_held_empty(ok, jp_root_dir, monkeypatch)
 
     # When a window saves a longer notebook over it through the contents API
     longer = nbformat.v4.new_notebook()

@@ -8,8 +8,11 @@ documents are tested with the notebook tools.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import copy
+import gc
 import time
+import weakref
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
@@ -455,6 +458,52 @@ async def test_cancelling_the_wait_interrupts_the_kernel(
     assert execution.status == "interrupted"
     assert execution.runs[0].status == "interrupted"
     assert execution.runs[0].outputs.outputs[-1]["ename"] == "KeyboardInterrupt"
+
+
+class _Call:
+    """Stands for what a tool call's context holds (its handler, its MCP session)."""
+
+    def report(self, progress: float, total: float | None, message: str | None) -> None:
+        pass
+
+
+_the_call: contextvars.ContextVar[_Call | None] = contextvars.ContextVar("the_call", default=None)
+
+
+async def test_a_finished_run_kept_for_follow_ups_holds_nothing_of_the_call_that_started_it(
+    ctx: ToolContext, jp_root_dir: Path
+) -> None:
+    """The last finished runs are kept for get_execution; each held the context of the call
+    that started it (its task, its deadline's timer) and the call's progress reporter, and
+    through them the call's handler and MCP session: 64 calls' worth, for the server's life."""
+    notebook(jp_root_dir, "kept.ipynb", "print('ran')")
+    # The kernel and its kept client are started first, outside the calls looked at: what
+    # they hold lives as long as the kernel, not as the runs kept.
+    await run(ctx, "kept.ipynb")
+
+    async def one_call(background: bool) -> str:
+        call = _Call()
+        _the_call.set(call)  # in this call's context only: it runs in a task of its own
+        progress_reporter.set(call.report)
+        answer = await run(ctx, "kept.ipynb", background=background)
+        return str(answer["executionId"])
+
+    kept: list[tuple[str, weakref.ref[_Call]]] = []
+    for background in (False, True):
+        context = contextvars.copy_context()
+        task = asyncio.get_running_loop().create_task(one_call(background), context=context)
+        execution_id = await task
+        call = context[_the_call]
+        assert call is not None
+        kept.append((execution_id, weakref.ref(call)))
+        del task, context, call
+    executions = ctx.services.executions
+    await executions.get(kept[-1][0]).wait(60)
+    gc.collect()
+    for execution_id, call_ref in kept:
+        execution = executions.get(execution_id)  # still kept for follow-ups
+        assert execution.done and execution.answer()["cells"][0]["outputs"][0]["text"] == "ran\n"
+        assert call_ref() is None, [type(r).__name__ for r in gc.get_referrers(call_ref())]
 
 
 async def test_variables_and_completions_leave_no_trace(

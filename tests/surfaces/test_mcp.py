@@ -10,6 +10,7 @@ import asyncio
 import gc
 import json
 import os
+import weakref
 from typing import Any
 
 import anyio
@@ -350,6 +351,34 @@ async def test_tools_list_changed_is_announced_on_a_legacy_session(connect, mcp_
 
     assert len(after) < len(before)
     assert all(t.annotations.read_only_hint for t in after)
+
+
+async def test_a_legacy_session_that_ended_leaves_nothing_on_the_surface(
+    connect, mcp_app, jp_root_dir
+):
+    """A legacy session's channel (the SDK's session object, with its streams) and its log
+    level are kept to announce tool list changes and to filter its log lines; once it ended
+    they went only when the tool list changed, or beyond 10,000 sessions: a soak's every
+    session stayed in the server's memory."""
+    surface = mcp_app.tool_context.services.mcp_surface
+    if not hasattr(surface.manager, "_server_instances"):
+        pytest.skip("this SDK lists no live sessions: ended ones go only beyond the bound")
+    (jp_root_dir / "a.txt").write_text("alpha\n")
+    before = set(surface._sessions)
+    async with connect("legacy") as client:
+        await client.session.set_logging_level("info")
+        await client.call_tool("get_file_text_by_path", {"pathInProject": "a.txt"})
+        (session_id,) = set(surface._sessions) - before
+        assert session_id in surface._levels
+        channel = weakref.ref(surface._sessions[session_id])
+    # The client ended it (DELETE); the tool list did not change.
+    for _ in range(600):
+        if session_id not in surface._sessions and session_id not in surface._levels:
+            break
+        await asyncio.sleep(0.05)
+    assert session_id not in surface._sessions and session_id not in surface._levels
+    gc.collect()
+    assert channel() is None, [type(r).__name__ for r in gc.get_referrers(channel())]
 
 
 async def test_tools_list_changed_reaches_a_modern_listen_stream(connect, mcp_app):
