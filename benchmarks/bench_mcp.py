@@ -9,10 +9,16 @@ one run, prints p50/p99 of reading the same file through:
   (:class:`RawSession`): the SDK client's own cost left out, what the server's protocol layer
   costs;
 - seed REST ``POST /mcp/get_file_text_by_path``;
-- the reference, Jupyter's own contents API ``GET /api/contents/<file>``.
+- the reference, Jupyter's own contents API ``GET /api/contents/<file>``;
+- the legacy SDK-client row again on the SDK's own server (see below): what the SDK's
+  transport and client cost per call without anything of ours.
 
-Each HTTP client keeps its connection alive. Targets: MCP p50 no slower than the contents API,
-and at most 1.5x seed REST's.
+Every MCP client lists the tools as its session opens, before the clock starts (the SDK client
+would otherwise list them inside its first call of a tool it has not seen).
+
+The rows take turns call by call, so that a busy machine's load, which drifts, weighs on every
+row alike. Each HTTP client keeps its connection alive. Targets: MCP p50 no slower than the
+contents API, and at most 1.5x seed REST's.
 
 Then, under load, ``--sessions`` clients at once (each its own connection and, on MCP, its own
 session) make ``--load-calls`` calls each: calls per second, p50/p99 and errors per surface.
@@ -30,6 +36,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import statistics
@@ -50,6 +57,7 @@ from _server import jupyter_server, sdk_server  # noqa: E402
 #: The protocol revision the SDK's legacy mode negotiates (the rows are labelled by it).
 LEGACY = "2025-11-25"
 RAW_ROW = f"MCP tools/call ({LEGACY}), httpx client"
+SDK_SINGLE = f"reference: SDK's own server ({LEGACY}), SDK client"
 #: The load rows also run on the SDK's own server (``_sdk_server.py``), with their labels there.
 SDK_ROWS = {
     "MCP tools/call, legacy sessions": "reference: SDK's own server, SDK client",
@@ -152,48 +160,68 @@ def percentile(samples: list[float], q: float) -> float:
 
 
 async def measure(
-    base: str, token: str, name: str, calls: int, warmup: int
+    base: str, token: str, sdk_base: str, name: str, calls: int, warmup: int
 ) -> dict[str, list[float]]:
+    """Milliseconds per call of each single-call row, the rows taking turns call by call (a
+    busy machine's load, which drifts, weighs on every row alike)."""
     headers = {"Authorization": f"token {token}"}
-    results: dict[str, list[float]] = {}
+    rows: dict[str, Callable[[], Awaitable[None]]] = {}
+    async with contextlib.AsyncExitStack() as stack:
 
-    for mode in ("legacy", "auto"):
-        async with httpx2.AsyncClient(headers=headers) as http:
-            transport = streamable_http_client(base + "/mcp", http_client=http)
-            async with Client(transport, mode=mode) as client:
+        async def sdk_client(url: str, http: Any, mode: str) -> Client:
+            client = await stack.enter_async_context(
+                Client(streamable_http_client(url + "/mcp", http_client=http), mode=mode)
+            )
+            await client.list_tools()  # as the session opens (see under_load)
+            return client
 
-                async def mcp_call(client: Client = client) -> None:
-                    result = await client.call_tool(
-                        "get_file_text_by_path", {"pathInProject": name}
-                    )
-                    assert not result.is_error, result
+        def mcp_call(client: Client) -> Callable[[], Awaitable[None]]:
+            async def call() -> None:
+                result = await client.call_tool("get_file_text_by_path", {"pathInProject": name})
+                assert not result.is_error, result
 
-                label = f"MCP tools/call ({client.protocol_version})"
-                if mode == "legacy":
-                    assert client.protocol_version == LEGACY, client.protocol_version
-                results[label] = await timed(mcp_call, calls, warmup)
+            return call
 
-    async with httpx2.AsyncClient(headers=headers) as http, RawSession(http, base) as raw:
+        for mode in ("legacy", "auto"):
+            http = await stack.enter_async_context(httpx2.AsyncClient(headers=headers))
+            client = await sdk_client(base, http, mode)
+            if mode == "legacy":
+                assert client.protocol_version == LEGACY, client.protocol_version
+            rows[f"MCP tools/call ({client.protocol_version})"] = mcp_call(client)
+
+        http = await stack.enter_async_context(httpx2.AsyncClient(headers=headers))
+        raw = await stack.enter_async_context(RawSession(http, base))
 
         async def raw_call() -> None:
             await raw.call_tool("get_file_text_by_path", {"pathInProject": name})
 
-        results[RAW_ROW] = await timed(raw_call, calls, warmup)
-
-    async with httpx2.AsyncClient(headers=headers) as http:
+        rows[RAW_ROW] = raw_call
+        rest = await stack.enter_async_context(httpx2.AsyncClient(headers=headers))
 
         async def seed_call() -> None:
-            response = await http.post(
+            response = await rest.post(
                 f"{base}/mcp/get_file_text_by_path", json={"pathInProject": name}
             )
             assert response.status_code == 200 and response.json()["error"] is None
 
         async def contents_call() -> None:
-            response = await http.get(f"{base}/api/contents/{name}")
+            response = await rest.get(f"{base}/api/contents/{name}")
             assert response.status_code == 200
 
-        results["seed REST POST /mcp/get_file_text_by_path"] = await timed(seed_call, calls, warmup)
-        results["reference: GET /api/contents/<file>"] = await timed(contents_call, calls, warmup)
+        rows["seed REST POST /mcp/get_file_text_by_path"] = seed_call
+        rows["reference: GET /api/contents/<file>"] = contents_call
+        sdk_http = await stack.enter_async_context(httpx2.AsyncClient())
+        rows[SDK_SINGLE] = mcp_call(await sdk_client(sdk_base, sdk_http, "legacy"))
+
+        for _ in range(warmup):
+            for call in rows.values():
+                await call()
+        results: dict[str, list[float]] = {label: [] for label in rows}
+        for _ in range(calls):
+            for label, call in rows.items():
+                started = time.perf_counter()
+                await call()
+                results[label].append((time.perf_counter() - started) * 1000)
     return results
 
 
@@ -288,6 +316,10 @@ async def under_load(
 
         async def __aenter__(self) -> Callable[[], Awaitable[None]]:
             client = await self.client.__aenter__()
+            # Listed as the session opens, as an agent's client does: the SDK client lists the
+            # tools itself on its first call of a tool it has not seen, which would otherwise
+            # put one tools/list per session inside the timed calls.
+            await client.list_tools()
 
             async def call() -> None:
                 result = await client.call_tool("get_file_text_by_path", {"pathInProject": name})
@@ -355,22 +387,23 @@ def main() -> None:
         name = "module.py"
         line = "value = compute(alpha, beta)  # a typical line of code\n"
         (root / name).write_text((line * (args.size // len(line) + 1))[: args.size])
-        with jupyter_server(root) as server:
+        with jupyter_server(root) as server, sdk_server(root) as (ref_base, ref_pid):
             base, token, pid = server.url, server.token, server.proc.pid
-            results = asyncio.run(measure(base, token, name, args.calls, args.warmup))
-            rounds = [
-                asyncio.run(under_load(base, token, name, args.sessions, args.load_calls, pid))
-                for _ in range(args.rounds)
-            ]
-        # The same two kinds of MCP session on the SDK's own server, which has nothing of ours.
-        with sdk_server(root) as (ref_base, ref_pid):
-            for round_ in rounds:
+            results = asyncio.run(measure(base, token, ref_base, name, args.calls, args.warmup))
+            rounds = []
+            for _ in range(args.rounds):
+                round_ = asyncio.run(
+                    under_load(base, token, name, args.sessions, args.load_calls, pid)
+                )
+                # The same two kinds of MCP session on the SDK's own server, which has nothing
+                # of ours, in the same round.
                 answered = asyncio.run(
                     under_load(
                         ref_base, "", name, args.sessions, args.load_calls, ref_pid, SDK_ROWS
                     )
                 )
                 round_.update({SDK_ROWS[label]: row for label, row in answered.items()})
+                rounds.append(round_)
         # Per surface, the round with the median rate (the surfaces take turns each round).
         loaded = {
             label: sorted((r[label] for r in rounds), key=lambda row: row[0])[len(rounds) // 2]
@@ -382,18 +415,20 @@ def main() -> None:
         f"get_file_text_by_path, {args.size}-character file, {args.calls} calls each "
         f"(load average {load:.1f} on {os.cpu_count()} cores: figures are under that load)"
     )
-    print(f"{'surface':<48} {'p50 ms':>8} {'p99 ms':>8} {'mean ms':>8}")
+    print(f"{'surface':<54} {'p50 ms':>8} {'p99 ms':>8} {'mean ms':>8}")
     for label, samples in results.items():
         print(
-            f"{label:<48} {percentile(samples, 0.5):>8.2f} {percentile(samples, 0.99):>8.2f} "
+            f"{label:<54} {percentile(samples, 0.5):>8.2f} {percentile(samples, 0.99):>8.2f} "
             f"{statistics.fmean(samples):>8.2f}"
         )
     mcp_p50 = percentile(results[f"MCP tools/call ({LEGACY})"], 0.5)
     rest_p50 = percentile(results["seed REST POST /mcp/get_file_text_by_path"], 0.5)
     raw_p50 = percentile(results[RAW_ROW], 0.5)
+    sdk_p50 = percentile(results[SDK_SINGLE], 0.5)
     print(
         f"MCP (legacy) p50 / seed REST p50: SDK client {mcp_p50 / rest_p50:.2f}x, "
-        f"httpx client (as REST's) {raw_p50 / rest_p50:.2f}x (target <= 1.5x)"
+        f"httpx client (as REST's) {raw_p50 / rest_p50:.2f}x (target <= 1.5x); "
+        f"the SDK's own server, SDK client: {sdk_p50 / rest_p50:.2f}x"
     )
     print()
     print(
