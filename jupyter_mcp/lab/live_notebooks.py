@@ -159,6 +159,11 @@ class _LiveRuns:
         except BaseException:
             self._runs.pop(cell_id, None)
             raise
+        # The start was an update: the first outputs wait an interval like any others, so a
+        # cell that ends within it is shown by its start and its end alone (its outputs come
+        # with the end). Each update of a shared document is one more write to the
+        # collaboration's store and a message to each window, of the run's whole outputs.
+        self._last = time.monotonic()
 
     def get(self, cell_id: str) -> RunningCell:
         run = self._runs.get(cell_id)

@@ -301,3 +301,56 @@ def test_a_shared_notebooks_version_changes_with_its_cells_not_with_the_rooms_sa
     count = changes.count
     ydoc.ycells.append(ydoc.create_ycell(nbformat.v4.new_markdown_cell("# more")))
     assert changes.count > count
+
+
+async def test_a_quick_cell_is_two_updates_of_the_shared_document_and_a_long_one_is_batched(
+    ctx: ToolContext, jp_root_dir: Path
+) -> None:
+    # Each update of a shared document is a write to jupyter-collaboration's store and a
+    # message to every window: a bench_agents run (20 agents running 50 quick cells each)
+    # queued 2,832 store writes on the server's loop. A cell that ends within the flush
+    # interval is shown by its start and its end, its outputs coming with the end.
+    from jupyter_ydoc import YNotebook
+
+    from jupyter_mcp.lab.live_notebooks import SharedNotebook
+
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell("print('hi')")]
+    nb.cells[0].outputs = [nbformat.v4.new_output("stream", text="old\n")]
+    ydoc = YNotebook()
+    ydoc.set(nb)
+    cell_id = nb.cells[0].id
+    path = jp_root_dir / "n.ipynb"
+    # An interval no loaded machine outlasts between an output and the end of its cell
+    doc = SharedNotebook(ctx, ydoc, path, "n.ipynb", flush_interval=60)
+    updates: list[Any] = []
+    ydoc.ydoc.observe(updates.append)
+
+    def cell() -> dict[str, Any]:
+        return ydoc.get()["cells"][0]
+
+    for run in range(1, 6):
+        before = len(updates)
+        await doc.run_started(cell_id)
+        # The start shows at once: running, the old outputs gone
+        assert cell()["outputs"] == [] and cell()["execution_count"] is None
+        assert len(updates) == before + 1
+        await doc.output(cell_id, {"output_type": "stream", "name": "stdout", "text": "hi\n"})
+        await asyncio.sleep(0.05)  # the kernel's next message, a moment later
+        await doc.run_finished(cell_id, run)
+        assert len(updates) == before + 2
+        assert cell()["outputs"] == [{"output_type": "stream", "name": "stdout", "text": "hi\n"}]
+        assert cell()["execution_count"] == run
+    await asyncio.sleep(0.3)  # and no late update follows
+    assert len(updates) == 10
+
+    # A cell that prints for a while: updates every flush interval, not one per output
+    doc = SharedNotebook(ctx, ydoc, path, "n.ipynb")
+    before = len(updates)
+    await doc.run_started(cell_id)
+    for i in range(50):
+        await doc.output(cell_id, {"output_type": "stream", "name": "stdout", "text": f"{i}\n"})
+        await asyncio.sleep(0.01)
+    await doc.run_finished(cell_id, 6)
+    assert 3 <= len(updates) - before <= 15, len(updates) - before
+    assert cell()["outputs"][0]["text"] == "".join(f"{i}\n" for i in range(50))
