@@ -171,12 +171,14 @@ async def change(
     sessions = ctx.serverapp.session_manager
     before = await sessions.get_session(session_id=found.session_id)
     try:
-        kernel_id = await sessions.start_kernel_for_session(
-            found.session_id,
-            path=before["path"],
-            name=before["name"],
-            type=before["type"],
-            kernel_name=kernel_name,
+        kernel_id = await managers.outside_the_call(
+            sessions.start_kernel_for_session(
+                found.session_id,
+                path=before["path"],
+                name=before["name"],
+                type=before["type"],
+                kernel_name=kernel_name,
+            )
         )
     except Exception as e:
         raise ToolError(

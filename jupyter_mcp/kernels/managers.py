@@ -15,11 +15,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import queue
 import weakref
 from collections import Counter
-from collections.abc import AsyncIterator, Callable
-from typing import Any
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any, TypeVar
 
 from jupyter_client.session import Session
 from jupyter_core.utils import ensure_async
@@ -241,14 +242,37 @@ async def state(manager: Any) -> str:
     return getattr(manager, "execution_state", None) or "unknown"
 
 
+T = TypeVar("T")
+
+
+async def outside_the_call(work: Awaitable[T]) -> T:
+    """Await ``work`` in a task of its own, in an empty context.
+
+    What starting, restarting or connecting to a kernel makes lives as long as the kernel
+    (the server's restarter and activity stream of it, a client's channels): their timers,
+    readers and periodic callbacks keep the context they were made in, and a tool call's
+    context holds the call's handler and MCP session. Made here, they keep none. Cancelling
+    the caller cancels ``work``.
+    """
+
+    async def run() -> T:
+        return await work
+
+    # A task copies the context it is created in (create_task's context= is 3.11's).
+    task = contextvars.Context().run(asyncio.get_running_loop().create_task, run())
+    return await task
+
+
 async def start_kernel(serverapp: Any, **options: Any) -> str:
     """Start a kernel (``kernel_name``, ``path`` …); its id."""
-    return str(await ensure_async(kernel_manager(serverapp).start_kernel(**options)))
+    manager = kernel_manager(serverapp)
+    return str(await outside_the_call(ensure_async(manager.start_kernel(**options))))
 
 
 async def restart_kernel(serverapp: Any, kernel_id: str) -> None:
     """Restart a kernel (a new process; the same id)."""
-    await ensure_async(kernel_manager(serverapp).restart_kernel(kernel_id))
+    manager = kernel_manager(serverapp)
+    await outside_the_call(ensure_async(manager.restart_kernel(kernel_id)))
 
 
 async def interrupt_kernel(serverapp: Any, kernel_id: str) -> None:

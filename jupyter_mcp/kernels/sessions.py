@@ -96,8 +96,10 @@ async def notebook_kernel(
             kernel_name_for, path, specs, default, shown=wanted
         )
         try:
-            model = await serverapp.session_manager.create_session(
-                path=wanted, name=Path(wanted).name, type="notebook", kernel_name=name
+            model = await managers.outside_the_call(
+                serverapp.session_manager.create_session(
+                    path=wanted, name=Path(wanted).name, type="notebook", kernel_name=name
+                )
             )
         except Exception as e:  # a kernel that fails to launch: its own message says why
             raise ToolError(f"Could not start a kernel for {wanted}: {managers.describe(e)}") from e

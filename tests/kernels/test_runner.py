@@ -25,7 +25,7 @@ from jupyter_mcp.core.errors import ToolError
 from jupyter_mcp.core.registry import WithImages, WithViewData
 from jupyter_mcp.documents.notebook_file import FileNotebooks
 from jupyter_mcp.kernels import introspection, runner
-from jupyter_mcp.kernels.managers import connected_client
+from jupyter_mcp.kernels.managers import connected_client, restart_kernel
 from jupyter_mcp.kernels.sessions import find_notebook_kernel
 from jupyter_mcp.services import build_services
 from jupyter_mcp.tools.kernels import (
@@ -481,22 +481,18 @@ async def test_a_finished_run_kept_for_follow_ups_holds_nothing_of_the_call_that
     # they hold lives as long as the kernel, not as the runs kept.
     await run(ctx, "kept.ipynb")
 
-    async def one_call(background: bool) -> str:
+    async def one_call(background: bool) -> tuple[str, weakref.ref[_Call]]:
         call = _Call()
-        _the_call.set(call)  # in this call's context only: it runs in a task of its own
+        # In this call's context only: it runs in a task of its own (a copy of the test's).
+        _the_call.set(call)
         progress_reporter.set(call.report)
         answer = await run(ctx, "kept.ipynb", background=background)
-        return str(answer["executionId"])
+        return str(answer["executionId"]), weakref.ref(call)
 
-    kept: list[tuple[str, weakref.ref[_Call]]] = []
-    for background in (False, True):
-        context = contextvars.copy_context()
-        task = asyncio.get_running_loop().create_task(one_call(background), context=context)
-        execution_id = await task
-        call = context[_the_call]
-        assert call is not None
-        kept.append((execution_id, weakref.ref(call)))
-        del task, context, call
+    kept = [
+        await asyncio.get_running_loop().create_task(one_call(background))
+        for background in (False, True)
+    ]
     executions = ctx.services.executions
     await executions.get(kept[-1][0]).wait(60)
     gc.collect()
@@ -504,6 +500,44 @@ async def test_a_finished_run_kept_for_follow_ups_holds_nothing_of_the_call_that
         execution = executions.get(execution_id)  # still kept for follow-ups
         assert execution.done and execution.answer()["cells"][0]["outputs"][0]["text"] == "ran\n"
         assert call_ref() is None, [type(r).__name__ for r in gc.get_referrers(call_ref())]
+
+
+async def test_a_kernel_started_or_restarted_by_a_call_holds_nothing_of_the_call(
+    ctx: ToolContext, jp_root_dir: Path
+) -> None:
+    """What lives as long as a kernel (the server's restarter and activity stream of it, the
+    kept client's channels) was made in the context of the call that started it, restarted it
+    or connected to it, with their timers and readers: each kernel held that call's handler
+    and MCP session for its life."""
+    notebook(jp_root_dir, "lives.ipynb", "print('ran')")
+
+    async def in_a_call(work: Callable[[], Any]) -> weakref.ref[_Call]:
+        async def call() -> weakref.ref[_Call]:
+            made = _Call()
+            _the_call.set(made)  # in the task's own copy of the test's context
+            await work()
+            return weakref.ref(made)
+
+        return await asyncio.get_running_loop().create_task(call())
+
+    started = await in_a_call(lambda: run(ctx, "lives.ipynb"))
+    kernel = await find_notebook_kernel(ctx, jp_root_dir / "lives.ipynb")
+    assert kernel is not None
+    # The restart itself: kernel_action's wait for the kernel to answer again leaves a
+    # cancelled timer in the loop until its time, with the call's context (asyncio.wait_for).
+    restarted = await in_a_call(lambda: restart_kernel(ctx.serverapp, kernel.kernel_id))
+    calls = {
+        "started": started,
+        "restarted": restarted,
+        # The kept client was of the old process: this call connects a new one.
+        "connected": await in_a_call(lambda: run(ctx, "lives.ipynb")),
+    }
+    assert (await run(ctx, "lives.ipynb"))["cells"][0]["outputs"][0]["text"] == "ran\n"
+    gc.collect()
+    alive = {name: ref() for name, ref in calls.items() if ref() is not None}
+    assert not alive, {
+        name: [type(r).__name__ for r in gc.get_referrers(made)] for name, made in alive.items()
+    }
 
 
 async def test_variables_and_completions_leave_no_trace(
