@@ -448,6 +448,16 @@ def main() -> None:
             f"{server_cpu:>10.2f} {client_cpu:>10.2f}  "
             f"{rate / rest_rate:.2f}x REST rate, p99 {p99 / p50:.1f}x p50"
         )
+    # On a busy machine each process gets a share of the cores, and the rate follows the CPU a
+    # call costs the busier of server and client: the CPU figures say which, and why.
+    rest_cpu = loaded["seed REST POST /mcp/get_file_text_by_path"][3]
+    ours_cpu = loaded["MCP tools/call, legacy, httpx client"][3]
+    sdk_cpu = loaded[SDK_ROWS["MCP tools/call, legacy, httpx client"]][3]
+    print(
+        f"Server CPU per call, httpx clients: MCP {ours_cpu:.2f} ms = {ours_cpu / rest_cpu:.2f}x "
+        f"seed REST's {rest_cpu:.2f} ms; seed REST + the SDK's own server ({sdk_cpu:.2f} ms) = "
+        f"{rest_cpu + sdk_cpu:.2f} ms (the SDK's whole server stacked on Jupyter's HTTP layer)"
+    )
 
 
 if __name__ == "__main__":

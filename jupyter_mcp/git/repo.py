@@ -160,6 +160,57 @@ def _repository_lock(key: str) -> RepositoryLock:
         return lock
 
 
+#: Repository objects not in use, by the folder they were found from, at most
+#: :data:`IDLE_REPOSITORIES` each. GitPython's ``Repo`` and the config parser it reads the
+#: repository's config with (in ``Repo.__init__``) are in reference cycles and have
+#: finalizers (``__del__``): a ``Repo`` made per call left about 45 objects to the garbage
+#: collector, two with finalizers, freed by whichever thread's collection finds them, often
+#: the server's loop (py-spy found ``GitConfigParser.__del__`` waiting there for the
+#: interpreter lock under bench_agents' load). A ``Repo`` kept here is closed (its
+#: ``git cat-file`` processes ended) and taken again by the next call, one caller at a time.
+_idle_repositories: dict[str, list[Any]] = {}
+_idle_guard = threading.Lock()
+IDLE_REPOSITORIES = 8
+
+
+def _repository_of(root: Path) -> Any:
+    """A ``Repo`` of the repository containing ``root``: an idle one when it is still the
+    one git would find from there, else a new one."""
+    with _idle_guard:
+        idle = _idle_repositories.get(str(root))
+        repo = idle.pop() if idle else None
+    if repo is not None and _still_found(repo, root):
+        return repo
+    return git.Repo(str(root), search_parent_directories=True)
+
+
+def _still_found(repo: Any, root: Path) -> bool:
+    """Whether git, looking from ``root``, still finds ``repo``: its git folder is there
+    and no folder from ``root`` up to its working tree has got a repository of its own."""
+    try:
+        worktree = Path(os.path.realpath(repo.working_tree_dir))
+        if not os.path.isdir(repo.git_dir) or not os.path.exists(worktree / ".git"):
+            return False
+        folder = root
+        while folder != worktree:
+            if os.path.lexists(folder / ".git") or folder.parent == folder:
+                return False
+            folder = folder.parent
+        return True
+    except (OSError, TypeError, ValueError):
+        return False
+
+
+def _put_back(repo: Any, root: Path) -> None:
+    """Close ``repo`` (ending its git processes, whatever state a failed call left them in)
+    and keep it for the next caller."""
+    repo.close()
+    with _idle_guard:
+        idle = _idle_repositories.setdefault(str(root), [])
+        if len(idle) < IDLE_REPOSITORIES:
+            idle.append(repo)
+
+
 def not_a_repository(root: Path) -> ToolError:
     """The error every git tool answers outside a repository."""
     return ToolError(f"Git not available: {root} is not inside a git repository")
@@ -180,7 +231,7 @@ def open_repository(
     if _IMPORT_ERROR is not None:
         raise ToolError(f"Git not available: GitPython cannot run git ({_IMPORT_ERROR})")
     try:
-        repo = git.Repo(str(root), search_parent_directories=True)
+        repo = _repository_of(root)
     except (InvalidGitRepositoryError, NoSuchPathError) as e:
         raise not_a_repository(root) from e
     try:
@@ -197,7 +248,7 @@ def open_repository(
         finally:
             lock.release(shared=read_only)
     finally:
-        repo.close()
+        _put_back(repo, root)
 
 
 @dataclass
