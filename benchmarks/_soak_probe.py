@@ -71,16 +71,17 @@ def _describe(obj: Any) -> str:
     return f"{name} {obj!r}"[:200]
 
 
-def holders(kind: str, depth: int = 6, lines: int = 40) -> str:
-    """What holds each live object of ``kind`` (see :data:`KINDS`): its referrers, theirs and
-    so on, ``depth`` levels up, at most ``lines`` per object, as text (the set-aside start-up
-    objects are not searched)."""
+def holders(kind: str, depth: int = 6, lines: int = 30, shown: int = 3) -> str:
+    """What holds the first ``shown`` live objects of ``kind`` (see :data:`KINDS`): their
+    referrers, theirs and so on, ``depth`` levels up, at most ``lines`` per object, as text
+    (the set-aside start-up objects are not searched). Each look scans the whole heap: a few
+    objects tell the holder of hundreds."""
     gc.collect()
     found = [o for o in gc.get_objects() if isinstance(o, KINDS[kind])]
     out = io.StringIO()
-    out.write(f"{len(found)} {kind}\n")
+    out.write(f"{len(found)} {kind}, the first {min(shown, len(found))} of them:\n")
     ignored = {id(found)}
-    for obj in found:
+    for obj in found[:shown]:
         out.write(f"\n--- {_describe(obj)}\n")
         seen: set[int] = set()
         todo = [(obj, 1)]
