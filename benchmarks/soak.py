@@ -44,6 +44,7 @@ import contextlib
 import itertools
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -80,8 +81,10 @@ def project(root: Path) -> None:
     for n in range(60):
         (root / f"module_{n}.py").write_text(f"def compute_{n}(x):\n    return x * {n}\n")
     (root / ".vscode").mkdir()
-    echo = {"label": "Echo", "type": "shell", "command": "echo ran"}
-    tasks = {"version": "2.0.0", "tasks": [echo]}
+    # One configuration per command agent: a configuration runs once at a time, and two
+    # agents sharing one were refused ("already running") whenever their runs met.
+    echo = [{"label": f"Echo {n}", "type": "shell", "command": "echo ran"} for n in range(10)]
+    tasks = {"version": "2.0.0", "tasks": echo}
     (root / ".vscode" / "tasks.json").write_text(json.dumps(tasks))
     git = ["git", "-C", str(root), "-c", "user.name=soak", "-c", "user.email=soak@example.org"]
     subprocess.run([*git, "init", "-q", "-b", "main"], check=True)
@@ -161,8 +164,10 @@ class Report:
         return over
 
     def errors_by_kind(self) -> list[tuple[int, str]]:
-        """The agents' errors, the same tool and message counted together, most first."""
-        return [(n, e) for e, n in collections.Counter(self.errors).most_common()]
+        """The agents' errors, the same tool and message counted together (its numbers, times
+        and ids aside), most first."""
+        kinds = collections.Counter(re.sub(r"\d+", "N", e) for e in self.errors)
+        return [(n, e) for e, n in kinds.most_common()]
 
 
 class Agents:
@@ -271,8 +276,8 @@ class Agents:
                 await self.call(c, "run_command_on_background", command="echo soak", timeout=60000)
                 await self.call(c, "execute_terminal_command", command="echo soak")
                 await self.call(c, "read_terminal_output", waitMs=5000)
-                await self.call(c, "run_configuration", configName="Echo")
-                await self.call(c, "get_run_output", configName="Echo", waitMs=30000)
+                await self.call(c, "run_configuration", configName=f"Echo {n}")
+                await self.call(c, "get_run_output", configName=f"Echo {n}", waitMs=30000)
                 await self.call(c, "get_progress_indicators")
 
     async def sessions(self, n: int, rounds: Callable[[int], bool]) -> None:
@@ -404,6 +409,8 @@ def main() -> None:
     parser.add_argument("--settle", type=float, default=120, help="seconds to wait for return")
     parser.add_argument("--session-idle", type=float, default=30, help="abandoned sessions end")
     args = parser.parse_args()
+    if not 1 <= args.agents <= 10:
+        parser.error("--agents: 1 to 10 of each kind (the project has 10 run configurations)")
     columns = ("rss_mib", "heap_mib", "objects", "fds", "threads", "tool_threads")
     columns += ("other_threads", "tasks", "children", "kernels", "sdk_sessions", "handlers")
     print(f"{'':<15}" + "".join(f"{c:>13}" for c in columns), flush=True)
