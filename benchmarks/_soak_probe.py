@@ -2,10 +2,17 @@
 
 ``GET {base_url}soak-probe`` (authenticated) answers the event loop's live asyncio tasks, the
 threads of the process by kind (jupyter_mcp's tool-call pool, the event loop's default executor,
-the rest) and the size of each pool's bound. ``GET {base_url}soak-probe?stacks=1`` answers,
-as text, where each of them is: every asyncio task's stack and every thread's (what a benchmark
-dumps when a call of its goes unanswered). Enabled only by the soak, with this folder on the
-server's ``PYTHONPATH``:
+the rest) and the size of each pool's bound; after a full garbage collection, the objects the
+collector tracks, the MCP SDK's live session objects and the live request handlers (counts:
+what a leak of sessions or calls leaves); with ``SOAK_TRACEMALLOC=1`` in the server's
+environment, the Python heap that ``tracemalloc`` traces (MiB; tracing starts as the probe
+loads). ``GET {base_url}soak-probe?stacks=1`` answers, as text, where each of them is: every
+asyncio task's stack and every thread's (what a benchmark dumps when a call of its goes
+unanswered); ``?holders=KIND`` what holds each live SDK session or handler.
+``?snapshot=LABEL`` keeps a tracemalloc snapshot (in a file, so that it weighs
+nothing on the heap it measures); ``?growth=LABEL`` answers, as text, the allocation sites that
+grew most since that snapshot. Enabled only by the soak, with this folder on the server's
+``PYTHONPATH``:
 
     --ServerApp.jpserver_extensions={'jupyter_mcp': True, '_soak_probe': True}
 """
@@ -13,16 +20,106 @@ server's ``PYTHONPATH``:
 from __future__ import annotations
 
 import asyncio
+import gc
 import io
 import json
+import os
 import sys
+import tempfile
 import threading
 import traceback
+import tracemalloc
+import types
+from pathlib import Path
 from typing import Any
 
 from jupyter_server.base.handlers import JupyterHandler
 from jupyter_server.utils import url_path_join
+from mcp.server.session import ServerSession
 from tornado import web
+
+#: Where ``?snapshot=`` keeps its snapshots (one file per label).
+_SNAPSHOTS = Path(tempfile.mkdtemp(prefix="soak-probe-"))
+#: Growth lines ``?growth=`` answers.
+GROWTH_LINES = 15
+
+
+def _memory() -> dict[str, float]:
+    """After a full collection (what is left is what is held): the objects the collector
+    tracks, the SDK's session objects and the request handlers alive, and the traced heap."""
+    gc.collect()
+    objects = gc.get_objects()
+    found: dict[str, float] = {
+        # jupyter_mcp sets its start-up objects aside (gc.freeze): they count too.
+        "objects": len(objects) + gc.get_freeze_count(),
+        **{kind: sum(isinstance(o, cls) for o in objects) for kind, cls in KINDS.items()},
+    }
+    del objects
+    if tracemalloc.is_tracing():
+        found["heap_mib"] = tracemalloc.get_traced_memory()[0] / 2**20
+    return found
+
+
+#: The objects counted by kind, whose holders ``?holders=KIND`` answers.
+KINDS: dict[str, type] = {"sdk_sessions": ServerSession, "handlers": web.RequestHandler}
+
+
+def _describe(obj: Any) -> str:
+    name = f"{type(obj).__module__}.{type(obj).__qualname__}"
+    if isinstance(obj, dict):
+        return f"{name} keys {', '.join(map(str, list(obj)[:6]))}"[:200]
+    return f"{name} {obj!r}"[:200]
+
+
+def holders(kind: str, depth: int = 6, lines: int = 40) -> str:
+    """What holds each live object of ``kind`` (see :data:`KINDS`): its referrers, theirs and
+    so on, ``depth`` levels up, at most ``lines`` per object, as text (the set-aside start-up
+    objects are not searched)."""
+    gc.collect()
+    found = [o for o in gc.get_objects() if isinstance(o, KINDS[kind])]
+    out = io.StringIO()
+    out.write(f"{len(found)} {kind}\n")
+    ignored = {id(found)}
+    for obj in found:
+        out.write(f"\n--- {_describe(obj)}\n")
+        seen: set[int] = set()
+        todo = [(obj, 1)]
+        while todo and len(seen) < lines:
+            target, level = todo.pop()
+            referrers = gc.get_referrers(target)
+            ignored.add(id(referrers))
+            for r in referrers:
+                if id(r) in seen or id(r) in ignored or isinstance(r, types.FrameType):
+                    continue
+                seen.add(id(r))
+                out.write("  " * level + _describe(r) + "\n")
+                if level < depth:
+                    todo.append((r, level + 1))
+            del referrers
+    return out.getvalue()
+
+
+def _snapshot() -> tracemalloc.Snapshot:
+    """The traced heap, without what tracemalloc and this probe hold themselves."""
+    return tracemalloc.take_snapshot().filter_traces(
+        [tracemalloc.Filter(False, tracemalloc.__file__), tracemalloc.Filter(False, __file__)]
+    )
+
+
+def growth(label: str, lines: int = GROWTH_LINES) -> str:
+    """The allocation sites that grew most since the snapshot ``label``, as text."""
+    if not tracemalloc.is_tracing():
+        return "tracemalloc is not tracing (SOAK_TRACEMALLOC=1 starts it)\n"
+    then = tracemalloc.Snapshot.load(str(_SNAPSHOTS / label))
+    stats = _snapshot().compare_to(then, "lineno")
+    out = io.StringIO()
+    for stat in stats[:lines]:
+        frame = stat.traceback[0]
+        out.write(
+            f"{stat.size_diff / 1024:+10.1f} KiB {stat.count_diff:+8d} blocks  "
+            f"{frame.filename}:{frame.lineno}\n"
+        )
+    return out.getvalue()
 
 
 def _pool(executor: Any) -> tuple[int, int]:
@@ -42,6 +139,22 @@ class ProbeHandler(JupyterHandler):
             self.set_header("Content-Type", "text/plain; charset=utf-8")
             self.finish(stacks(loop))
             return
+        label = self.get_query_argument("snapshot", None)
+        if label is not None:
+            if tracemalloc.is_tracing():
+                _snapshot().dump(str(_SNAPSHOTS / Path(label).name))
+            self.finish({"kept": tracemalloc.is_tracing()})
+            return
+        kind = self.get_query_argument("holders", None)
+        if kind is not None:
+            self.set_header("Content-Type", "text/plain; charset=utf-8")
+            self.finish(holders(kind))
+            return
+        label = self.get_query_argument("growth", None)
+        if label is not None:
+            self.set_header("Content-Type", "text/plain; charset=utf-8")
+            self.finish(growth(Path(label).name))
+            return
         apps = self.serverapp.extension_manager.extension_apps.get("jupyter_mcp", ())
         tool_pool = _pool(next((getattr(a, "tool_executor", None) for a in apps), None))
         default_pool = _pool(getattr(loop, "_default_executor", None))
@@ -57,6 +170,7 @@ class ProbeHandler(JupyterHandler):
                     "executor_threads": default_pool[0],
                     "executor_threads_bound": default_pool[1],
                     "other_threads": threads - tool_pool[0] - default_pool[0],
+                    **_memory(),
                 }
             )
         )
@@ -100,6 +214,8 @@ def stacks(loop: asyncio.AbstractEventLoop) -> str:
 
 
 def _load_jupyter_server_extension(serverapp: Any) -> None:
+    if os.environ.get("SOAK_TRACEMALLOC") == "1" and not tracemalloc.is_tracing():
+        tracemalloc.start()
     pattern = url_path_join(serverapp.web_app.settings["base_url"], "soak-probe")
     serverapp.web_app.add_handlers(".*$", [(pattern, ProbeHandler)])
 

@@ -15,21 +15,31 @@ a small probe extension (``_soak_probe.py``) that tells what only the server pro
    abandoned without a goodbye, as a crashed client leaves them), the server sampled every
    ``--interval`` seconds;
 4. **after**: the agents stop (their notebooks keep their kernels); the server is sampled until
-   every count is back at the baseline, for at most ``--settle`` seconds.
+   every count is back at the baseline, for at most ``--settle`` seconds;
+5. with ``--rounds`` above 1, the load and the wait again (the same agents, their notebooks
+   and files): what a round leaves behind shows as growth across rounds.
 
 Each sample: the server's resident memory (MiB), open file descriptors, threads (and of them
 the tool-call pool's and the event loop executor's, which keep their threads up to a bound),
-asyncio tasks, child processes and kernels. The last line says which counts did not return.
-Abandoned sessions end after ``--session-idle`` seconds (the server's
-``JupyterMCP.session_idle_timeout``, set short here so that their end falls in the soak).
+asyncio tasks, child processes, kernels, the MCP SDK's live session objects and the live request
+handlers, the objects Python's collector tracks and (``tracemalloc``, which the benchmark turns
+on in the server) the Python heap. The verdict says which counts did not return to the baseline,
+whether the heap came back within :data:`HEAP_MARGIN_MIB` of it and the tracked objects within
+:data:`OBJECTS_MARGIN`, and whether the resident memory (beyond
+:data:`RSS_MARGIN_MIB`) or the live handlers grew across the last round; then the allocation
+sites that grew most since the baseline (and what holds the sessions or handlers left), and the
+agents' errors by tool and message. Abandoned sessions end after ``--session-idle`` seconds (the
+server's ``JupyterMCP.session_idle_timeout``, set short here so that their end falls in the
+soak).
 
-    .venv/bin/python benchmarks/soak.py [--minutes 10] [--interval 60] [--agents 2]
+    .venv/bin/python benchmarks/soak.py [--minutes 10] [--rounds 1] [--interval 60] [--agents 2]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import collections
 import contextlib
 import itertools
 import json
@@ -52,8 +62,17 @@ sys.path.insert(0, str(HERE))
 from _server import Server, jupyter_server  # noqa: E402
 from bench_mcp import RawSession  # noqa: E402
 
-#: The counts that must come back to the baseline, in the order they are printed.
-COUNTS = ("fds", "other_threads", "tasks", "children", "kernels")
+#: The counts that must come back to the baseline, in the order they are printed. The live
+#: request handlers are printed, not held to it: what lives as long as a terminal, a
+#: collaborative document or a run configuration's last run keeps the context (and with it
+#: the handler) of the request that made it.
+COUNTS = ("fds", "other_threads", "tasks", "children", "kernels", "sdk_sessions")
+#: How far above the baseline the traced Python heap may end (MiB): what first use caches.
+HEAP_MARGIN_MIB = 4.0
+#: How far above the baseline the collector's tracked objects may end (a fraction).
+OBJECTS_MARGIN = 0.03
+#: How much the resident memory may grow across the last round (MiB): the allocator's slack.
+RSS_MARGIN_MIB = 2.0
 
 
 def project(root: Path) -> None:
@@ -106,6 +125,10 @@ class Report:
     samples: list[tuple[str, dict[str, float]]] = field(default_factory=list)
     calls: int = 0
     errors: list[str] = field(default_factory=list)
+    #: The allocation sites that grew most from the baseline to the end (tracemalloc's).
+    growth: str = ""
+    #: What holds the SDK sessions and handlers that did not return, by kind (the probe's).
+    holders: dict[str, str] = field(default_factory=dict)
 
     def of(self, label: str) -> dict[str, float]:
         return next(s for name, s in self.samples if name == label)
@@ -119,6 +142,27 @@ class Report:
             if after[pool] > after[f"{pool}_bound"]:
                 missing[pool] = (after[f"{pool}_bound"], after[pool])
         return missing
+
+    def memory_over(self) -> dict[str, tuple[float, float]]:
+        """What of the memory ended above its bound (bound, after): the heap and the tracked
+        objects against the baseline, the resident memory against the end of the round before
+        the last (only with two rounds or more)."""
+        baseline, after = self.of("baseline"), self.of("after")
+        over = {}
+        if "heap_mib" in after and after["heap_mib"] > baseline["heap_mib"] + HEAP_MARGIN_MIB:
+            over["heap_mib"] = (baseline["heap_mib"] + HEAP_MARGIN_MIB, after["heap_mib"])
+        if after["objects"] > baseline["objects"] * (1 + OBJECTS_MARGIN):
+            over["objects"] = (baseline["objects"] * (1 + OBJECTS_MARGIN), after["objects"])
+        rounds = [found for label, found in self.samples if label.startswith("after round")]
+        if rounds and after["rss_mib"] > rounds[-1]["rss_mib"] + RSS_MARGIN_MIB:
+            over["rss_mib"] = (rounds[-1]["rss_mib"] + RSS_MARGIN_MIB, after["rss_mib"])
+        if rounds and after["handlers"] > rounds[-1]["handlers"]:
+            over["handlers"] = (rounds[-1]["handlers"], after["handlers"])
+        return over
+
+    def errors_by_kind(self) -> list[tuple[int, str]]:
+        """The agents' errors, the same tool and message counted together, most first."""
+        return [(n, e) for e, n in collections.Counter(self.errors).most_common()]
 
 
 class Agents:
@@ -274,8 +318,14 @@ def soak(
     settle: float = 120,
     session_idle: float = 30,
     show: Callable[[str, dict[str, float]], None] | None = None,
+    rounds: int = 1,
+    trace_memory: bool = False,
 ) -> Report:
-    """Run the soak and return its samples (``show`` is called with each as it is taken)."""
+    """Run the soak and return its samples (``show`` is called with each as it is taken).
+
+    ``rounds`` loads of ``minutes`` each, each followed by the wait for the counts; the last
+    one's end is sampled as "after", the others' as "after round N". ``trace_memory`` turns
+    tracemalloc on in the server (the heap, and the growth since the baseline)."""
     report = Report()
 
     def take(label: str, http: httpx2.Client, server: Server) -> dict[str, float]:
@@ -305,6 +355,8 @@ def soak(
         project(root)
         paths = (str(HERE), os.environ.get("PYTHONPATH", ""))
         env = {"PYTHONPATH": os.pathsep.join(p for p in paths if p)}
+        if trace_memory:
+            env["SOAK_TRACEMALLOC"] = "1"
         idle = f"--JupyterMCP.session_idle_timeout={session_idle}"
         with (
             jupyter_server(root, idle, env=env, extensions={"_soak_probe": True}) as server,
@@ -316,52 +368,93 @@ def soak(
             asyncio.run(workload.run(agents, once))
             quiet(http, server, 60)
             take("baseline", http, server)
-            deadline = time.monotonic() + minutes * 60
+            http.get(f"{server.url}/soak-probe", params={"snapshot": "baseline"})
 
-            async def load() -> None:
+            async def load(prefix: str) -> None:
+                deadline = time.monotonic() + minutes * 60
                 running = asyncio.ensure_future(workload.run(agents, until(deadline)))
                 for k in itertools.count(1):
                     done, _ = await asyncio.wait({running}, timeout=interval)
                     if done:
                         running.result()
                         return
-                    take(f"{k * interval / 60:.1f} min", http, server)
+                    take(f"{prefix}{k * interval / 60:.1f} min", http, server)
 
-            asyncio.run(load())
-            take("load ended", http, server)
-            quiet(http, server, settle, report.of("baseline"))
-            take("after", http, server)
+            for r in range(1, rounds + 1):
+                prefix = f"{r}: " if rounds > 1 else ""
+                asyncio.run(load(prefix))
+                take(f"{prefix}load ended", http, server)
+                quiet(http, server, settle, report.of("baseline"))
+                take("after" if r == rounds else f"after round {r}", http, server)
+            probe = f"{server.url}/soak-probe"
+            report.growth = http.get(probe, params={"growth": "baseline"}).text
+            grew = report.memory_over()
+            for kind in ("sdk_sessions", "handlers"):
+                if kind in report.not_returned() or kind in grew:
+                    report.holders[kind] = http.get(probe, params={"holders": kind}).text
     return report
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--minutes", type=float, default=10)
+    parser.add_argument("--minutes", type=float, default=10, help="of load, each round")
+    parser.add_argument("--rounds", type=int, default=1, help="loads, each with its wait")
     parser.add_argument("--interval", type=float, default=60, help="seconds between samples")
     parser.add_argument("--agents", type=int, default=2, help="agents of each kind")
     parser.add_argument("--settle", type=float, default=120, help="seconds to wait for return")
     parser.add_argument("--session-idle", type=float, default=30, help="abandoned sessions end")
     args = parser.parse_args()
-    columns = ("rss_mib", "fds", "threads", "tool_threads", "other_threads", "tasks")
-    columns += ("children", "kernels")
-    print(f"{'':<12}" + "".join(f"{c:>14}" for c in columns), flush=True)
+    columns = ("rss_mib", "heap_mib", "objects", "fds", "threads", "tool_threads")
+    columns += ("other_threads", "tasks", "children", "kernels", "sdk_sessions", "handlers")
+    print(f"{'':<15}" + "".join(f"{c:>13}" for c in columns), flush=True)
 
     def show(label: str, found: dict[str, float]) -> None:
-        print(f"{label:<12}" + "".join(f"{found[c]:>14.0f}" for c in columns), flush=True)
+        digits = {c: 1 if c.endswith("mib") else 0 for c in columns}
+        cells = (f"{found.get(c, float('nan')):>13.{digits[c]}f}" for c in columns)
+        print(f"{label:<15}" + "".join(cells), flush=True)
 
-    report = soak(args.minutes, args.interval, args.agents, args.settle, args.session_idle, show)
-    load = os.getloadavg()[0]
+    report = soak(
+        args.minutes,
+        args.interval,
+        args.agents,
+        args.settle,
+        args.session_idle,
+        show,
+        rounds=args.rounds,
+        trace_memory=True,
+    )
+    load = os.getloadavg()
     print(
         f"{report.calls} calls by {5 * args.agents} agents, {len(report.errors)} errors "
-        f"(load average {load:.1f} on {os.cpu_count()} cores)"
+        f"(load average {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} on {os.cpu_count()} cores)"
     )
-    for error in report.errors[:10]:
-        print("  ", error)
+    for count, error in report.errors_by_kind()[:20]:
+        print(f"  {count:>5} x {error}")
+    print("allocation sites that grew most since the baseline (tracemalloc):")
+    print("".join(f"  {line}\n" for line in report.growth.splitlines()), end="")
+    for kind, text in report.holders.items():
+        print(f"what holds the {kind} left:")
+        print("".join(f"  {line}\n" for line in text.splitlines()[:120]), end="")
     missing = report.not_returned()
     print(
         "after the load, back at the baseline: "
         + ("every count" if not missing else f"not {missing} (baseline, after)")
     )
+    baseline, after = report.of("baseline"), report.of("after")
+    print(
+        f"memory: heap {baseline.get('heap_mib', 0):.1f} -> {after.get('heap_mib', 0):.1f} MiB "
+        f"(bound +{HEAP_MARGIN_MIB:g}), tracked objects {baseline['objects']:.0f} -> "
+        f"{after['objects']:.0f} (bound +{OBJECTS_MARGIN:.0%}), RSS {baseline['rss_mib']:.1f} -> "
+        f"{after['rss_mib']:.1f} MiB"
+        + "".join(
+            f", {label} {found['rss_mib']:.1f}"
+            for label, found in report.samples
+            if label.startswith("after round")
+        )
+        + (f" (bound +{RSS_MARGIN_MIB:g} across the last round)" if args.rounds > 1 else "")
+    )
+    over = report.memory_over()
+    print("memory back within its bounds: " + ("yes" if not over else f"no: {over} (bound, after)"))
 
 
 if __name__ == "__main__":
