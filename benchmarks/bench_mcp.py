@@ -458,6 +458,15 @@ def main() -> None:
         f"seed REST's {rest_cpu:.2f} ms; seed REST + the SDK's own server ({sdk_cpu:.2f} ms) = "
         f"{rest_cpu + sdk_cpu:.2f} ms (the SDK's whole server stacked on Jupyter's HTTP layer)"
     )
+    # The table's rows are each surface's median round, which on a machine whose load drifts
+    # can be different rounds; within a round the surfaces ran seconds apart, so each round's
+    # own ratios are the fairer comparison.
+    rest_label = "seed REST POST /mcp/get_file_text_by_path"
+    print("Calls/s x REST's of the same round:")
+    for label in rounds[0]:
+        if label != rest_label:
+            ratios = ", ".join(f"{r[label][0] / r[rest_label][0]:.2f}x" for r in rounds)
+            print(f"  {label:<42} {ratios}")
 
 
 if __name__ == "__main__":

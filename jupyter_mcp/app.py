@@ -31,7 +31,8 @@ from .execution.processes import kill_groups_now
 from .kernels.managers import process_groups as kernel_process_groups
 from .kernels.managers import stamp_new_kernels
 from .lab.editor import EditorBridge
-from .lab.live_notebooks import LiveNotebooks
+from .lab.live_notebooks import LiveNotebooks, collaboration
+from .lab.ystore import prefer_file_store
 from .plugins.host import load_plugins
 from .prompts.catalog import Prompts
 from .resources.changes import WriteLog
@@ -453,6 +454,11 @@ class JupyterMCP(ExtensionApp):
         # Notebooks open in JupyterLab (or shared, with jupyter-collaboration) change live, and
         # load through the contents manager with the cell ids the tools give out.
         services.notebooks = LiveNotebooks(self.tool_context, editor, services.notebooks)
+        # jupyter-collaboration (loaded after this extension) keeps the shared documents'
+        # updates in files, unless the user chose a store (see lab/ystore.py).
+        shared = collaboration(serverapp)
+        if shared is not None and prefer_file_store(shared) is not None:
+            self.log.info("jupyter_mcp: shared documents' updates are kept in files")
         self._adapt_contents_managers()
         restore = stamp_new_kernels(self.serverapp)
         if restore is not None:
