@@ -306,7 +306,18 @@ async def cell_agent(
                     for output in found.get("outputs", [])
                 ]
                 if texts != [wanted + "\n"]:
-                    misplaced.append(f"{path} {cell_id} ({where}): {texts!r}, wanted {wanted!r}")
+                    # The answer's status, error, count and source beside the texts: an
+                    # empty answer of a run that never reached the kernel (an error, or an
+                    # empty source, which is not sent) is told from outputs lost on the way.
+                    said = {k: answer[k] for k in ("status", "error") if k in answer}
+                    ran_cells = answer.get("cells", [answer])
+                    said["cells"] = [
+                        (c.get("status"), c.get("executionCount"), c.get("source"))
+                        for c in ran_cells
+                    ]
+                    misplaced.append(
+                        f"{path} {cell_id} ({where}): {texts!r}, wanted {wanted!r} {said}"
+                    )
 
 
 async def other_agent(
@@ -593,7 +604,11 @@ def in_files(root: Path, agents: int, cells: int) -> tuple[int, list[str]]:
             wanted = cell.source.removeprefix("print(").removesuffix(")").strip("'\"")
             texts = [o.get("text", "") for o in cell.outputs]
             if texts != [wanted + "\n"]:
-                wrong.append(f"agent_{agent}.ipynb {cell.get('id')}: {texts!r}, wanted {wanted!r}")
+                count = cell.get("execution_count")  # None: the cell never ran (or was reset)
+                wrong.append(
+                    f"agent_{agent}.ipynb {cell.get('id')}: {texts!r}, wanted {wanted!r}, "
+                    f"execution_count {count}"
+                )
     return checked, wrong
 
 
