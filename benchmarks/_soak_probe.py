@@ -24,6 +24,7 @@ import gc
 import io
 import json
 import os
+import re
 import sys
 import tempfile
 import threading
@@ -33,10 +34,13 @@ import types
 from pathlib import Path
 from typing import Any
 
+import anyio.to_thread
 from jupyter_server.base.handlers import JupyterHandler
 from jupyter_server.utils import url_path_join
 from mcp.server.session import ServerSession
 from tornado import web
+
+from jupyter_mcp.core import context as core_context
 
 #: Where ``?snapshot=`` keeps its snapshots (one file per label).
 _SNAPSHOTS = Path(tempfile.mkdtemp(prefix="soak-probe-"))
@@ -123,6 +127,15 @@ def growth(label: str, lines: int = GROWTH_LINES) -> str:
     return out.getvalue()
 
 
+def _thread_names() -> dict[str, int]:
+    """The process's threads, counted by name with the numbers masked."""
+    names: dict[str, int] = {}
+    for thread in threading.enumerate():
+        name = re.sub(r"\d+", "#", thread.name)
+        names[name] = names.get(name, 0) + 1
+    return names
+
+
 def _pool(executor: Any) -> tuple[int, int]:
     """Threads a ThreadPoolExecutor holds now, and its bound (0, 0 for none)."""
     if executor is None:
@@ -159,6 +172,15 @@ class ProbeHandler(JupyterHandler):
         apps = self.serverapp.extension_manager.extension_apps.get("jupyter_mcp", ())
         tool_pool = _pool(next((getattr(a, "tool_executor", None) for a in apps), None))
         default_pool = _pool(getattr(loop, "_default_executor", None))
+        # The waiters for a file's lock that Jupyter's saves take (core.context.held): a pool
+        # whose threads stay once made, up to its bound, as the other two.
+        lock_pool = _pool(core_context._lock_waiters)
+        # AnyIO's workers (the SDK's and jupyter-collaboration's thread hops): a pool too, whose
+        # idle threads end only when a later hop finds them idle for 10 s.
+        anyio_pool = (
+            sum(t.name == "AnyIO worker thread" for t in threading.enumerate()),
+            int(anyio.to_thread.current_default_thread_limiter().total_tokens),
+        )
         threads = threading.active_count()
         self.set_header("Content-Type", "application/json")
         self.finish(
@@ -170,7 +192,17 @@ class ProbeHandler(JupyterHandler):
                     "tool_threads_bound": tool_pool[1],
                     "executor_threads": default_pool[0],
                     "executor_threads_bound": default_pool[1],
-                    "other_threads": threads - tool_pool[0] - default_pool[0],
+                    "lock_threads": lock_pool[0],
+                    "lock_threads_bound": lock_pool[1],
+                    "anyio_threads": anyio_pool[0],
+                    "anyio_threads_bound": anyio_pool[1],
+                    "other_threads": threads
+                    - tool_pool[0]
+                    - default_pool[0]
+                    - lock_pool[0]
+                    - anyio_pool[0],
+                    # Which threads they are, by name with the numbers masked ("Thread-#").
+                    "thread_names": _thread_names(),
                     **_memory(),
                 }
             )

@@ -20,7 +20,8 @@ a small probe extension (``_soak_probe.py``) that tells what only the server pro
    and files): what a round leaves behind shows as growth across rounds.
 
 Each sample: the server's resident memory (MiB), open file descriptors, threads (and of them
-the tool-call pool's and the event loop executor's, which keep their threads up to a bound),
+the pools' — the tool calls', the event loop executor's, the file-lock waiters' and AnyIO's,
+which keep their threads up to a bound — and the others),
 asyncio tasks, child processes, kernels, the MCP SDK's live session objects and the live request
 handlers, the objects Python's collector tracks and (``tracemalloc``, which the benchmark turns
 on in the server) the Python heap. The verdict says which counts did not return to the baseline,
@@ -141,7 +142,7 @@ class Report:
         threads beyond their bound count too."""
         baseline, after = self.of("baseline"), self.of("after")
         missing = {k: (baseline[k], after[k]) for k in COUNTS if after[k] > baseline[k]}
-        for pool in ("tool_threads", "executor_threads"):
+        for pool in ("tool_threads", "executor_threads", "lock_threads", "anyio_threads"):
             if after[pool] > after[f"{pool}_bound"]:
                 missing[pool] = (after[f"{pool}_bound"], after[pool])
         return missing
@@ -411,7 +412,8 @@ def main() -> None:
     args = parser.parse_args()
     if not 1 <= args.agents <= 10:
         parser.error("--agents: 1 to 10 of each kind (the project has 10 run configurations)")
-    columns = ("rss_mib", "heap_mib", "objects", "fds", "threads", "tool_threads")
+    columns = ("rss_mib", "heap_mib", "objects", "fds", "threads", "tool_threads", "lock_threads")
+    columns += ("anyio_threads",)
     columns += ("other_threads", "tasks", "children", "kernels", "sdk_sessions", "handlers")
     print(f"{'':<15}" + "".join(f"{c:>13}" for c in columns), flush=True)
 
@@ -448,6 +450,10 @@ def main() -> None:
         + ("every count" if not missing else f"not {missing} (baseline, after)")
     )
     baseline, after = report.of("baseline"), report.of("after")
+    if "other_threads" in missing:
+        names = (baseline.get("thread_names", {}), after.get("thread_names", {}))
+        more = {n: (names[0].get(n, 0), c) for n, c in names[1].items() if c > names[0].get(n, 0)}
+        print(f"  the threads that are more (baseline, after): {more}")
     print(
         f"memory: heap {baseline.get('heap_mib', 0):.1f} -> {after.get('heap_mib', 0):.1f} MiB "
         f"(bound +{HEAP_MARGIN_MIB:g}), tracked objects {baseline['objects']:.0f} -> "
