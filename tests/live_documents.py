@@ -44,16 +44,23 @@ def collaboration() -> bool:
     return False
 
 
-@pytest.fixture
-def jp_server_config(
+def scratch_server_config(
     collaboration: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> dict[str, Any]:
+    """The test server's config, its collaboration store in ``tmp_path/collaboration``."""
     store = tmp_path / "collaboration"
     store.mkdir()
     # A document room the server opens itself keeps its store in the working directory
     # whatever the configuration says (jupyter_server_ydoc 3.0): keep it out of the checkout.
     monkeypatch.chdir(store)
     return server_config(collaboration=collaboration, store=store)
+
+
+@pytest.fixture
+def jp_server_config(
+    collaboration: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> dict[str, Any]:
+    return scratch_server_config(collaboration, tmp_path, monkeypatch)
 
 
 #: The coroutines of jupyter-collaboration that write a shared document to its file.

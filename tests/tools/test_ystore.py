@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 from code_notebook import write_code_notebook
-from live_documents import collaboration_saves_done
+from live_documents import collaboration_saves_done, scratch_server_config
 from notebook_files import answer_of, on_disk
-from server_configs import collaboration_installed, server_config
+from server_configs import collaboration_installed
 
 pytestmark = pytest.mark.skipif(
     not collaboration_installed(), reason="jupyter-collaboration is not installed"
@@ -32,10 +32,7 @@ def store_choice(request: pytest.FixtureRequest) -> str:
 def jp_server_config(
     store_choice: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> dict[str, Any]:
-    store = tmp_path / "collaboration"
-    store.mkdir()
-    monkeypatch.chdir(store)
-    config = server_config(collaboration=True, store=store)
+    config = scratch_server_config(True, tmp_path, monkeypatch)
     if store_choice == "configured":  # the user's own choice, as a config file gives it
         config["YDocExtension"]["ystore_class"] = "jupyter_server_ydoc.stores.SQLiteYStore"
     return config
