@@ -13,6 +13,7 @@ import contextvars
 import functools
 import logging
 import threading
+import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable
 from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -177,11 +178,23 @@ class Settings:
 
 
 class PathLocks:
-    """One lock per file, so concurrent edits of one file are serialised and none is lost."""
+    """One lock per file, so concurrent edits of one file are serialised and none is lost.
+
+    A file's lock is kept only while someone holds a reference to it (whoever holds or waits
+    for it does): Jupyter's saves and content reads take these locks too, so a dict of every
+    file ever touched would grow with every file a server's users and agents ever opened.
+    A lock nobody refers to is held by nobody, and the next caller may get a new one.
+    """
 
     def __init__(self) -> None:
         self._guard = threading.Lock()
-        self._locks: dict[Path, threading.Lock] = {}
+        self._locks: weakref.WeakValueDictionary[Path, threading.Lock] = (
+            weakref.WeakValueDictionary()
+        )
+
+    def __len__(self) -> int:
+        """How many files' locks are kept now."""
+        return len(self._locks)
 
     def __call__(self, path: Path) -> threading.Lock:
         with self._guard:

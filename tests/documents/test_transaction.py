@@ -27,8 +27,9 @@ def _context(root: Path) -> tuple[ToolContext, list[str], list[str]]:
 
     def listener(path: Path) -> None:
         # Notices come once the locks are released: another writer may take the lock now.
-        assert ctx.locks(path).acquire(blocking=False), f"{path.name} is still locked"
-        ctx.locks(path).release()
+        lock = ctx.locks(path)
+        assert lock.acquire(blocking=False), f"{path.name} is still locked"
+        lock.release()
         notices.append(path.name)
 
     ctx.services.before_file_write = guard
