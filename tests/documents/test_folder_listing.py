@@ -1,0 +1,161 @@
+"""A folder's listing through the stock async file managers takes one worker hop and gives
+exactly Jupyter's own listing and events (folder_listing)."""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import os
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+from jupyter_server.services.contents.filemanager import AsyncFileContentsManager
+from jupyter_server.services.contents.largefilemanager import AsyncLargeFileManager
+
+from jupyter_mcp.documents import folder_listing
+from jupyter_mcp.documents.folder_listing import list_in_one_hop
+
+pytestmark = pytest.mark.skipif(
+    folder_listing.stock_digest() != folder_listing.REPRODUCED_DIGEST,
+    reason="jupyter_server's listing code changed: re-check folder_listing against it",
+)
+
+
+def _folder(root: Path) -> None:
+    (root / "a.txt").write_text("a")
+    (root / "nb.ipynb").write_text("{}")
+    (root / "data.bin").write_bytes(b"\0")
+    (root / "ünï.md").write_text("u")
+    (root / ".hidden").write_text("h")
+    (root / ".hiddendir").mkdir()
+    (root / "__pycache__").mkdir()
+    (root / "x.pyc").write_text("")
+    (root / "sub").mkdir()
+    (root / "sub" / "in.py").write_text("")
+    (root / "link_file").symlink_to(root / "a.txt")
+    (root / "link_dir").symlink_to(root / "sub")
+    (root / "broken").symlink_to(root / "nowhere")
+    (root / "loop").symlink_to(root / "loop")
+    (root / "denied.txt").write_text("d")
+    (root / "eio.txt").write_text("e")
+    os.mkfifo(root / "fifo")
+
+
+def _managers(root: Path, **config: Any) -> tuple[Any, Any]:
+    return AsyncLargeFileManager(root_dir=str(root), **config), AsyncLargeFileManager(
+        root_dir=str(root), **config
+    )
+
+
+@pytest.fixture
+def odd_stats(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    # Permission errors and I/O errors, which root (the test runner) never meets otherwise.
+    real_lstat = os.lstat
+
+    def lstat(path: Any, *args: Any, **kwargs: Any) -> Any:
+        name = os.path.basename(os.fspath(path))
+        if name == "denied.txt":
+            raise PermissionError(errno.EACCES, "denied", os.fspath(path))
+        if name == "eio.txt":
+            raise OSError(errno.EIO, "io", os.fspath(path))
+        return real_lstat(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "lstat", lstat)
+
+
+def _recording(manager: Any) -> list[tuple[dict[str, Any], bool]]:
+    events: list[tuple[dict[str, Any], bool]] = []
+    loop_thread = threading.get_ident()
+    manager.emit = lambda data: events.append((data, threading.get_ident() == loop_thread))
+    return events
+
+
+async def _hops(coro: Any) -> tuple[int, Any]:
+    """The worker hops (results handed back to the loop from other threads) ``coro`` takes."""
+    loop = asyncio.get_running_loop()
+    count = 0
+    real = loop.call_soon_threadsafe
+
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        nonlocal count
+        count += 1
+        return real(*args, **kwargs)
+
+    loop.call_soon_threadsafe = counting  # type: ignore[method-assign]
+    try:
+        result = await coro
+    finally:
+        del loop.call_soon_threadsafe
+    return count, result
+
+
+@pytest.mark.parametrize(
+    "config",
+    [{}, {"allow_hidden": True}, {"hide_globs": ["*.txt", "sub"]}],
+    ids=["default", "allow_hidden", "hide_globs"],
+)
+@pytest.mark.parametrize("path", ["", "sub", "/link_dir/"])
+async def test_the_listing_is_jupyters_own(
+    tmp_path: Path, odd_stats: None, caplog: Any, config: dict[str, Any], path: str
+) -> None:
+    _folder(tmp_path)
+    stock, ours = _managers(tmp_path, **config)
+    assert list_in_one_hop(ours) is not None and list_in_one_hop(ours) is None
+    stock_events, our_events = _recording(stock), _recording(ours)
+    caplog.clear()
+    stock_hops, expected = await _hops(stock.get(path, content=True, require_hash=True))
+    stock_log = [(r.levelname, r.getMessage()) for r in caplog.records]
+    caplog.clear()
+    our_hops, got = await _hops(ours.get(path, content=True, require_hash=True))
+    assert got == expected
+    assert our_events == stock_events and all(on_loop for _, on_loop in our_events)
+    assert [(r.levelname, r.getMessage()) for r in caplog.records] == stock_log
+    # One hop for the whole folder, where Jupyter makes one per entry (and one to list it)
+    assert our_hops == 1 and stock_hops == len(os.listdir(tmp_path / path.strip("/"))) + 1
+    # Without content, nothing changes (no hop either way)
+    assert await ours.get(path, content=False) == await stock.get(path, content=False)
+
+
+@pytest.mark.parametrize("path", ["nowhere", ".hiddendir", "a.txt"])
+async def test_errors_are_jupyters_own(tmp_path: Path, path: str) -> None:
+    _folder(tmp_path)
+    stock, ours = _managers(tmp_path)
+    list_in_one_hop(ours)
+    errors = []
+    for manager in (stock, ours):
+        try:
+            await manager._dir_model(path, content=True)
+        except Exception as e:
+            errors.append((type(e), getattr(e, "status_code", None), str(e)))
+    assert len(errors) == 2 and errors[0] == errors[1]
+
+
+async def test_other_managers_list_the_stock_way(tmp_path: Path) -> None:
+    _folder(tmp_path)
+
+    class Mine(AsyncFileContentsManager):
+        async def _file_model(self, *args: Any, **kwargs: Any) -> Any:
+            return await super()._file_model(*args, **kwargs)
+
+    mine = Mine(root_dir=str(tmp_path))
+    assert list_in_one_hop(mine) is None
+    wrapped = AsyncFileContentsManager(root_dir=str(tmp_path))
+    restore = list_in_one_hop(wrapped)
+    assert restore is not None
+    stock_get = wrapped.get
+
+    async def someone_elses(*args: Any, **kwargs: Any) -> Any:
+        return await stock_get(*args, **kwargs)
+
+    wrapped.get = someone_elses  # type: ignore[method-assign]
+    hops, _ = await _hops(wrapped.get("", content=True))
+    assert hops == len(os.listdir(tmp_path)) + 1
+    restore()
+    assert "_dir_model" not in wrapped.__dict__
+
+
+def test_the_server_lists_in_one_hop(jp_serverapp: Any) -> None:
+    manager = jp_serverapp.contents_manager
+    assert getattr(manager._dir_model, "lists_in_one_hop", False)
