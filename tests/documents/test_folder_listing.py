@@ -1,5 +1,5 @@
-"""A folder's listing through the stock async file managers takes one worker hop and gives
-exactly Jupyter's own listing and events (folder_listing)."""
+"""A folder's listing through the stock async file managers (and jupytext's, built on them)
+takes one worker hop and gives exactly the manager's own listing and events (folder_listing)."""
 
 from __future__ import annotations
 
@@ -43,10 +43,13 @@ def _folder(root: Path) -> None:
     os.mkfifo(root / "fifo")
 
 
-def _managers(root: Path, **config: Any) -> tuple[Any, Any]:
-    return AsyncLargeFileManager(root_dir=str(root), **config), AsyncLargeFileManager(
-        root_dir=str(root), **config
-    )
+def _jupytext_class() -> Any:
+    jupytext = pytest.importorskip("jupytext.async_contentsmanager")
+    return jupytext.build_async_jupytext_contents_manager_class(AsyncLargeFileManager)
+
+
+def _managers(root: Path, cls: Any = AsyncLargeFileManager, **config: Any) -> tuple[Any, Any]:
+    return cls(root_dir=str(root), **config), cls(root_dir=str(root), **config)
 
 
 @pytest.fixture
@@ -97,11 +100,13 @@ async def _hops(coro: Any) -> tuple[int, Any]:
     ids=["default", "allow_hidden", "hide_globs"],
 )
 @pytest.mark.parametrize("path", ["", "sub", "/link_dir/"])
+@pytest.mark.parametrize("kind", ["stock", "jupytext"])
 async def test_the_listing_is_jupyters_own(
-    tmp_path: Path, odd_stats: None, caplog: Any, config: dict[str, Any], path: str
+    tmp_path: Path, odd_stats: None, caplog: Any, config: dict[str, Any], path: str, kind: str
 ) -> None:
     _folder(tmp_path)
-    stock, ours = _managers(tmp_path, **config)
+    cls = _jupytext_class() if kind == "jupytext" else AsyncLargeFileManager
+    stock, ours = _managers(tmp_path, cls, **config)
     assert list_in_one_hop(ours) is not None and list_in_one_hop(ours) is None
     stock_events, our_events = _recording(stock), _recording(ours)
     caplog.clear()
@@ -136,26 +141,45 @@ async def test_other_managers_list_the_stock_way(tmp_path: Path) -> None:
     _folder(tmp_path)
 
     class Mine(AsyncFileContentsManager):
-        async def _file_model(self, *args: Any, **kwargs: Any) -> Any:
-            return await super()._file_model(*args, **kwargs)
+        def should_list(self, name: str) -> bool:
+            return super().should_list(name)
 
     mine = Mine(root_dir=str(tmp_path))
     assert list_in_one_hop(mine) is None
-    wrapped = AsyncFileContentsManager(root_dir=str(tmp_path))
-    restore = list_in_one_hop(wrapped)
+    changed = AsyncFileContentsManager(root_dir=str(tmp_path))
+    restore = list_in_one_hop(changed)
     assert restore is not None
-    stock_get = wrapped.get
-
-    async def someone_elses(*args: Any, **kwargs: Any) -> Any:
-        return await stock_get(*args, **kwargs)
-
-    wrapped.get = someone_elses  # type: ignore[method-assign]
-    hops, _ = await _hops(wrapped.get("", content=True))
+    changed.should_list = lambda name: True  # type: ignore[method-assign]
+    hops, _ = await _hops(changed.get("", content=True))
     assert hops == len(os.listdir(tmp_path)) + 1
     restore()
-    assert "_dir_model" not in wrapped.__dict__
+    assert "_dir_model" not in changed.__dict__
+
+
+async def test_the_entries_are_the_managers_own_get(tmp_path: Path) -> None:
+    # Each entry's model is whatever the manager's get (wrapped by anyone) makes, on the loop.
+    _folder(tmp_path)
+    manager = AsyncFileContentsManager(root_dir=str(tmp_path))
+    list_in_one_hop(manager)
+    stock_get = manager.get
+
+    async def someone_elses(path: str, content: bool = True, **kwargs: Any) -> Any:
+        model = await stock_get(path, content=content, **kwargs)
+        if not content:
+            model["seen"] = threading.get_ident()
+        return model
+
+    manager.get = someone_elses  # type: ignore[method-assign]
+    hops, model = await _hops(manager.get("", content=True))
+    assert hops == 1 and model["content"]
+    assert all(entry["seen"] == threading.get_ident() for entry in model["content"])
 
 
 def test_the_server_lists_in_one_hop(jp_serverapp: Any) -> None:
     manager = jp_serverapp.contents_manager
     assert getattr(manager._dir_model, "lists_in_one_hop", False)
+
+
+def test_a_jupytext_manager_lists_in_one_hop(tmp_path: Path) -> None:
+    # jupytext's manager is the one the server runs where jupytext is installed
+    assert list_in_one_hop(_jupytext_class()(root_dir=str(tmp_path))) is not None
