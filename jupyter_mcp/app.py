@@ -26,7 +26,6 @@ from .core.paths import is_inside, seal
 from .core.registry import Registry
 from .core.toolsets import TOOLSETS, unknown_toolsets
 from .core.version import __version__
-from .documents.folder_listing import list_in_one_hop
 from .documents.jupyter_contents import serve_stable_ids, share_file_locks
 from .execution.processes import kill_groups_now
 from .kernels.managers import process_groups as kernel_process_groups
@@ -513,7 +512,7 @@ class JupyterMCP(ExtensionApp):
         ):
             if manager is None:
                 continue
-            for adapt in (serve_stable_ids, share_file_locks, list_in_one_hop):
+            for adapt in (serve_stable_ids, share_file_locks):
                 restore = adapt(manager, self.tool_context)
                 if restore is not None:
                     self._restores.append(restore)
