@@ -9,7 +9,11 @@ environment, the Python heap that ``tracemalloc`` traces (MiB; tracing starts as
 loads). ``GET {base_url}soak-probe?stacks=1`` answers, as text, where each of them is: every
 asyncio task's stack and every thread's (what a benchmark dumps when a call of its goes
 unanswered); ``?holders=KIND`` what holds each live SDK session or handler.
-``?snapshot=LABEL`` keeps a tracemalloc snapshot (in a file, so that it weighs
+``?trim=1`` answers the resident memory before and after glibc's ``malloc_trim(0)`` (what the
+allocator holds free but has not given back, which is no leak). The counts also tell the
+bounded caches that fill up to their bound and stay there: jupyter_client's replay guard (each
+kernel ``Session``'s ``digest_history``, up to ``digest_history_size`` signatures), its size and
+bound in MiB. ``?snapshot=LABEL`` keeps a tracemalloc snapshot (in a file, so that it weighs
 nothing on the heap it measures); ``?growth=LABEL`` answers, as text, the allocation sites that
 grew most since that snapshot. Enabled only by the soak, with this folder on the server's
 ``PYTHONPATH``:
@@ -20,8 +24,12 @@ grew most since that snapshot. Enabled only by the soak, with this folder on the
 from __future__ import annotations
 
 import asyncio
+import ctypes
+import ctypes.util
+import functools
 import gc
 import io
+import itertools
 import json
 import os
 import re
@@ -35,6 +43,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio.to_thread
+from jupyter_client.session import Session
 from jupyter_server.base.handlers import JupyterHandler
 from jupyter_server.utils import url_path_join
 from mcp.server.session import ServerSession
@@ -104,6 +113,55 @@ def holders(kind: str, depth: int = 6, lines: int = 30, shown: int = 3) -> str:
     return out.getvalue()
 
 
+def _rss_mib() -> float:
+    status = Path("/proc/self/status").read_text()
+    return (
+        next(int(line.split()[1]) for line in status.splitlines() if line.startswith("VmRSS"))
+        / 1024
+    )
+
+
+def trim() -> dict[str, float]:
+    """The resident memory before and after glibc's ``malloc_trim(0)``, which gives the free
+    memory of every arena back to the system: what it drops was the allocator's free lists and
+    fragmentation, not memory anything holds (0 drop where there is no glibc)."""
+    before = _rss_mib()
+    name = ctypes.util.find_library("c")
+    libc = ctypes.CDLL(name) if name else None
+    if libc is not None and hasattr(libc, "malloc_trim"):
+        libc.malloc_trim(0)
+    return {"rss_mib": before, "trimmed_rss_mib": _rss_mib()}
+
+
+@functools.cache
+def _set_bytes(entries: int) -> int:
+    """What a set of ``entries`` items weighs itself (its table, without the items)."""
+    return sys.getsizeof(set(range(entries)))
+
+
+def digests() -> dict[str, float]:
+    """jupyter_client's replay guard: every live ``Session`` remembers the signatures of the
+    messages it received, up to ``digest_history_size`` of them (2**16 by default), then drops
+    a random tenth. A cache that fills up to its bound and stays, not a leak: its size now and
+    its bound (MiB), the signatures (bytes of the same length) and the set's table counted."""
+    sessions = [o for o in gc.get_objects() if isinstance(o, Session)]
+    size = bound = 0.0
+    kept = 0
+    for session in sessions:
+        history = session.digest_history
+        one = max((sys.getsizeof(d) for d in itertools.islice(history, 1)), default=0)
+        one = one or sys.getsizeof(b"0" * 64)  # a sha256 hexdigest, the default scheme
+        size += sys.getsizeof(history) + one * len(history)
+        bound += _set_bytes(session.digest_history_size + 1) + one * session.digest_history_size
+        kept += len(history)
+    return {
+        "kernel_sessions": len(sessions),
+        "digests": kept,
+        "digests_mib": size / 2**20,
+        "digests_bound_mib": bound / 2**20,
+    }
+
+
 def _snapshot() -> tracemalloc.Snapshot:
     """The traced heap, without what tracemalloc and this probe hold themselves."""
     return tracemalloc.take_snapshot().filter_traces(
@@ -124,6 +182,10 @@ def growth(label: str, lines: int = GROWTH_LINES) -> str:
             f"{stat.size_diff / 1024:+10.1f} KiB {stat.count_diff:+8d} blocks  "
             f"{frame.filename}:{frame.lineno}\n"
         )
+    if tracemalloc.get_traceback_limit() > 1:
+        for stat in _snapshot().compare_to(then, "traceback")[:3]:
+            out.write(f"\n{stat.size_diff / 1024:+.1f} KiB {stat.count_diff:+d} blocks from:\n")
+            out.write("".join(f"  {line}\n" for line in stat.traceback.format()))
     return out.getvalue()
 
 
@@ -158,6 +220,9 @@ class ProbeHandler(JupyterHandler):
             if tracemalloc.is_tracing():
                 _snapshot().dump(str(_SNAPSHOTS / Path(label).name))
             self.finish({"kept": tracemalloc.is_tracing()})
+            return
+        if self.get_query_argument("trim", None):
+            self.finish(trim())
             return
         kind = self.get_query_argument("holders", None)
         if kind is not None:
@@ -204,6 +269,7 @@ class ProbeHandler(JupyterHandler):
                     # Which threads they are, by name with the numbers masked ("Thread-#").
                     "thread_names": _thread_names(),
                     **_memory(),
+                    **digests(),
                 }
             )
         )
@@ -248,7 +314,9 @@ def stacks(loop: asyncio.AbstractEventLoop) -> str:
 
 def _load_jupyter_server_extension(serverapp: Any) -> None:
     if os.environ.get("SOAK_TRACEMALLOC") == "1" and not tracemalloc.is_tracing():
-        tracemalloc.start()
+        # SOAK_TRACEMALLOC_FRAMES=N keeps N frames of each allocation: ?growth= then also
+        # answers who called the sites that grew most.
+        tracemalloc.start(int(os.environ.get("SOAK_TRACEMALLOC_FRAMES", "1")))
     pattern = url_path_join(serverapp.web_app.settings["base_url"], "soak-probe")
     serverapp.web_app.add_handlers(".*$", [(pattern, ProbeHandler)])
 

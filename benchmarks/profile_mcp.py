@@ -21,7 +21,10 @@ several times over, in proportion to the calls made: read the rows' shares and t
 ratio, not the totals (``bench_mcp`` gives the unprofiled CPU per call). Worker threads
 (where the tool reads the file) are not profiled; the loop thread is where the surfaces differ.
 
-    .venv/bin/python benchmarks/profile_mcp.py [--calls 2000] [--sessions 10]
+``--functions N`` also prints the N functions whose own time per call differs most between the
+surfaces (MCP minus REST), with how often each ran per call: which calls of a layer the gap is.
+
+    .venv/bin/python benchmarks/profile_mcp.py [--calls 2000] [--sessions 10] [--functions 30]
 """
 
 from __future__ import annotations
@@ -98,6 +101,15 @@ def by_layer(path: str) -> collections.Counter[str]:
     return layers
 
 
+def by_function(path: str) -> dict[str, tuple[float, int]]:
+    """Own seconds and calls per function (``file:line:name``, site-packages' prefix cut)."""
+    found: dict[str, tuple[float, int]] = {}
+    for (filename, line, name), (_, calls, own, _, _) in pstats.Stats(path).stats.items():
+        where = re.sub(r".*site-packages/", "", filename)
+        found[f"{where}:{line}:{name}"] = (own, calls)
+    return found
+
+
 async def load(kind: str, server: Server, name: str, sessions: int, calls: int) -> None:
     """``sessions`` clients of one surface, ``calls`` calls each, profiled once all are open."""
     headers = {"Authorization": f"token {server.token}"}
@@ -140,6 +152,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=2000, help="profiled calls per surface")
     parser.add_argument("--sessions", type=int, default=10, help="clients at once")
+    parser.add_argument(
+        "--functions", type=int, default=0, help="also list the N functions of the largest gap"
+    )
     args = parser.parse_args()
     per_session = max(1, args.calls // args.sessions)
     calls = per_session * args.sessions
@@ -169,6 +184,7 @@ def main() -> None:
         )
         server = Server(root, port, token, proc)
         results: dict[str, collections.Counter[str]] = {}
+        functions: dict[str, dict[str, tuple[float, int]]] = {}
         try:
             deadline = time.monotonic() + 120
             while True:
@@ -184,6 +200,7 @@ def main() -> None:
             for kind in ("MCP", "REST"):
                 asyncio.run(load(kind, server, name, args.sessions, per_session))
                 results[kind] = by_layer(str(out))
+                functions[kind] = by_function(str(out))
         finally:
             _stop(proc)
             out.unlink(missing_ok=True)
@@ -209,6 +226,23 @@ def main() -> None:
         print(f"{layer:<24} {mcp:>7.0f} {rest:>7.0f} {mcp - rest:>+11.0f} {share:>10.0%}")
     print(f"{'total':<24} {mcp_total:>7.0f} {rest_total:>7.0f} {gap:>+11.0f}")
     print(f"MCP / REST: {mcp_total / rest_total:.2f}x")
+    if args.functions:
+        print_functions(functions, calls, args.functions)
+
+
+def print_functions(
+    functions: dict[str, dict[str, tuple[float, int]]], calls: int, count: int
+) -> None:
+    """The ``count`` functions whose own time per call is most above REST's on MCP."""
+    mcp, rest = functions["MCP"], functions["REST"]
+
+    def gap(name: str) -> float:
+        return mcp.get(name, (0.0, 0))[0] - rest.get(name, (0.0, 0))[0]
+
+    print(f"\n{'MCP - REST us':>13} {'MCP runs':>9} {'REST runs':>9}  function (per call)")
+    for name in sorted(set(mcp) | set(rest), key=gap, reverse=True)[:count]:
+        runs = [table.get(name, (0.0, 0))[1] / calls for table in (mcp, rest)]
+        print(f"{gap(name) * 1e6 / calls:>+13.1f} {runs[0]:>9.1f} {runs[1]:>9.1f}  {name}")
 
 
 if __name__ == "__main__":
