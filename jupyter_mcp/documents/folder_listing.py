@@ -36,6 +36,8 @@ from jupyter_server.services.contents.filemanager import (
 )
 from tornado import web
 
+from .jupyter_contents import install_wrappers
+
 # The methods that run in the worker hop (or are replaced): the stock ones only. The
 # entries' get (and what it calls) runs on the loop: any manager's own will do.
 _STOCK = ("_dir_model", "_base_model", "_get_os_path", "should_list")
@@ -145,11 +147,4 @@ def list_in_one_hop(contents_manager: Any, ctx: Any = None) -> Callable[[], None
         model["format"] = "json"
         return model
 
-    _dir_model.lists_in_one_hop = True  # type: ignore[attr-defined]
-    contents_manager._dir_model = _dir_model
-
-    def restore() -> None:
-        if contents_manager.__dict__.get("_dir_model") is _dir_model:
-            del contents_manager._dir_model
-
-    return restore
+    return install_wrappers(contents_manager, "lists_in_one_hop", _dir_model=_dir_model)

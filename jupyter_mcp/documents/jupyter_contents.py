@@ -73,14 +73,7 @@ def serve_stable_ids(contents_manager: Any, ctx: ToolContext) -> Callable[[], No
                 with_stable_ids(ctx, model)
             return model
 
-    get.serves_stable_ids = True  # type: ignore[attr-defined]
-    contents_manager.get = get
-
-    def restore() -> None:
-        if contents_manager.__dict__.get("get") is get:
-            del contents_manager.get
-
-    return restore
+    return install_wrappers(contents_manager, "serves_stable_ids", get=get)
 
 
 def _wanted(model: Any) -> bool:
@@ -161,12 +154,23 @@ def share_file_locks(contents_manager: Any, ctx: ToolContext) -> Callable[[], No
         async with held(lock):
             return await get(path, *args, **kwargs)
 
-    locked_save.takes_file_locks = True  # type: ignore[attr-defined]
-    contents_manager.save, contents_manager.get = locked_save, locked_get
+    return install_wrappers(contents_manager, "takes_file_locks", save=locked_save, get=locked_get)
+
+
+def install_wrappers(
+    manager: Any, marker: str, **wrappers: Callable[..., Any]
+) -> Callable[[], None]:
+    """Put each wrapper on ``manager`` as an instance attribute over its class's method,
+    marked with ``marker`` (so that adapting the manager again sees it is done); returns the
+    function that takes off those still in place (one another wrapper has replaced since is
+    left to that one)."""
+    for name, wrapper in wrappers.items():
+        setattr(wrapper, marker, True)
+        setattr(manager, name, wrapper)
 
     def restore() -> None:
-        for name, wrapper in (("save", locked_save), ("get", locked_get)):
-            if contents_manager.__dict__.get(name) is wrapper:
-                delattr(contents_manager, name)
+        for name, wrapper in wrappers.items():
+            if manager.__dict__.get(name) is wrapper:
+                delattr(manager, name)
 
     return restore
