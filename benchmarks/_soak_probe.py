@@ -10,7 +10,8 @@ loads). ``GET {base_url}soak-probe?stacks=1`` answers, as text, where each of th
 asyncio task's stack and every thread's (what a benchmark dumps when a call of its goes
 unanswered); ``?holders=KIND`` what holds each live SDK session or handler.
 ``?trim=1`` answers the resident memory before and after glibc's ``malloc_trim(0)`` (what the
-allocator holds free but has not given back, which is no leak). The counts also tell the
+allocator holds free but has not given back, which is no leak), and what malloc still has
+handed out. The counts also tell the
 bounded caches that fill up to their bound and stay there: jupyter_client's replay guard (each
 kernel ``Session``'s ``digest_history``, up to ``digest_history_size`` signatures), its size and
 bound in MiB. ``?snapshot=LABEL`` keeps a tracemalloc snapshot (in a file, so that it weighs
@@ -121,16 +122,46 @@ def _rss_mib() -> float:
     )
 
 
+class _MallInfo2(ctypes.Structure):
+    # glibc's struct mallinfo2 (2.33 and later), every field a size_t.
+    _fields_ = [
+        (field, ctypes.c_size_t)
+        for field in (
+            "arena",
+            "ordblks",
+            "smblks",
+            "hblks",
+            "hblkhd",
+            "usmblks",
+            "fsmblks",
+            "uordblks",
+            "fordblks",
+            "keepcost",
+        )
+    ]
+
+
 def trim() -> dict[str, float]:
     """The resident memory before and after glibc's ``malloc_trim(0)``, which gives the free
     memory of every arena back to the system: what it drops was the allocator's free lists and
-    fragmentation, not memory anything holds (0 drop where there is no glibc)."""
+    fragmentation, not memory anything holds (0 drop where there is no glibc). With it, what
+    malloc has handed out and not had back (``mallinfo2``: what native code and CPython's large
+    objects hold)."""
     before = _rss_mib()
     name = ctypes.util.find_library("c")
     libc = ctypes.CDLL(name) if name else None
+    in_use = 0.0
     if libc is not None and hasattr(libc, "malloc_trim"):
         libc.malloc_trim(0)
-    return {"rss_mib": before, "trimmed_rss_mib": _rss_mib()}
+    if libc is not None and hasattr(libc, "mallinfo2"):
+        libc.mallinfo2.restype = _MallInfo2
+        info = libc.mallinfo2()
+        in_use = (info.uordblks + info.hblkhd) / 2**20
+    return {
+        "rss_mib": before,
+        "trimmed_rss_mib": _rss_mib(),
+        "malloc_in_use_mib": in_use,
+    }
 
 
 @functools.cache

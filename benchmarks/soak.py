@@ -408,7 +408,8 @@ def soak(
                 # What the allocator holds free is given back first: the resident memory
                 # compared across rounds is what something holds (both figures are kept).
                 trimmed = http.get(f"{server.url}/soak-probe", params={"trim": 1}).json()
-                found["trimmed_rss_mib"] = trimmed["trimmed_rss_mib"]
+                for part in ("trimmed_rss_mib", "malloc_in_use_mib"):
+                    found[part] = trimmed.get(part, 0.0)
             probe = f"{server.url}/soak-probe"
             report.growth = http.get(probe, params={"growth": "baseline"}).text
             grew = report.memory_over()
@@ -488,6 +489,12 @@ def main() -> None:
         + ", ".join(
             f"{label} {found['trimmed_rss_mib']:.1f}"
             for label, found in report.samples
+            if "trimmed_rss_mib" in found
+        )
+        + " MiB; of it malloc in use "
+        + ", ".join(
+            f"{found['malloc_in_use_mib']:.1f}"
+            for _, found in report.samples
             if "trimmed_rss_mib" in found
         )
         + " MiB"
