@@ -18,7 +18,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, cast
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
 
 from .errors import ToolError
 from .paths import relative_path, resolve_in_root
@@ -378,3 +378,25 @@ class ToolContext:
         reporter = progress_reporter.get()
         if reporter is not None:
             reporter(progress, total, message)
+
+
+T = TypeVar("T")
+
+
+async def outside_the_call(work: Awaitable[T]) -> T:
+    """Await ``work`` in a task of its own, in an empty context.
+
+    What starting, restarting or connecting to a kernel makes lives as long as the kernel
+    (the server's restarter and activity stream of it, a client's channels), and what opening
+    a shared document makes as long as its room (jupyter-collaboration's awareness and save
+    tasks): their timers, readers and tasks keep the context they were made in, and a tool
+    call's context holds the call's handler and MCP session. Made here, they keep none.
+    Cancelling the caller cancels ``work``.
+    """
+
+    async def run() -> T:
+        return await work
+
+    # A task copies the context it is created in (create_task's context= is 3.11's).
+    task = contextvars.Context().run(asyncio.get_running_loop().create_task, run())
+    return await task

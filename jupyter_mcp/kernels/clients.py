@@ -19,6 +19,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..core.context import outside_the_call
 from ..core.errors import ToolError
 from . import managers
 
@@ -110,14 +111,14 @@ class KernelClients:
             client = managers.new_client(manager)
             try:
                 # Its channels outlive the call that connects it (see outside_the_call).
-                await managers.outside_the_call(managers.connect(client))
+                await outside_the_call(managers.connect(client))
             except Exception as e:  # a cancelled wait leaves no channels open either
                 raise ToolError(
                     f"The kernel {kernel_id} does not answer: {managers.describe(e)}"
                 ) from e
             kept = KernelClient(kernel_id, client, manager, managers.incarnation(manager))
             # Just ready, the kernel is idle: its kernel_info answers at once.
-            kept.info = await managers.outside_the_call(managers.kernel_info(client))
+            kept.info = await outside_the_call(managers.kernel_info(client))
             self._clients[kernel_id] = kept
             return kept
 

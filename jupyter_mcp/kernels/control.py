@@ -15,7 +15,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from ..core.context import ToolContext
+from ..core.context import ToolContext, outside_the_call
 from ..core.errors import ToolError
 from . import managers
 from .clients import KernelClients
@@ -171,7 +171,7 @@ async def change(
     sessions = ctx.serverapp.session_manager
     before = await sessions.get_session(session_id=found.session_id)
     try:
-        kernel_id = await managers.outside_the_call(
+        kernel_id = await outside_the_call(
             sessions.start_kernel_for_session(
                 found.session_id,
                 path=before["path"],

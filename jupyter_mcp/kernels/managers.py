@@ -15,12 +15,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import contextvars
 import queue
 import weakref
 from collections import Counter
-from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any, TypeVar
+from collections.abc import AsyncIterator, Callable
+from typing import Any
 
 from jupyter_client.session import Session
 from jupyter_core.utils import ensure_async
@@ -28,6 +27,7 @@ from jupyter_server._tz import utcnow
 from jupyter_server.gateway.managers import GatewayKernelManager, GatewayMappingKernelManager
 from tornado import web
 
+from ..core.context import outside_the_call
 from ..core.errors import ToolError
 from .gateway import GatewayKernelConnection, connection_to
 
@@ -240,27 +240,6 @@ async def state(manager: Any) -> str:
         with contextlib.suppress(Exception):
             await manager.refresh_model()
     return getattr(manager, "execution_state", None) or "unknown"
-
-
-T = TypeVar("T")
-
-
-async def outside_the_call(work: Awaitable[T]) -> T:
-    """Await ``work`` in a task of its own, in an empty context.
-
-    What starting, restarting or connecting to a kernel makes lives as long as the kernel
-    (the server's restarter and activity stream of it, a client's channels): their timers,
-    readers and periodic callbacks keep the context they were made in, and a tool call's
-    context holds the call's handler and MCP session. Made here, they keep none. Cancelling
-    the caller cancels ``work``.
-    """
-
-    async def run() -> T:
-        return await work
-
-    # A task copies the context it is created in (create_task's context= is 3.11's).
-    task = contextvars.Context().run(asyncio.get_running_loop().create_task, run())
-    return await task
 
 
 async def start_kernel(serverapp: Any, **options: Any) -> str:

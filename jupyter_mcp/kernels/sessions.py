@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..core.context import ToolContext
+from ..core.context import ToolContext, outside_the_call
 from ..core.errors import ToolError
 from . import managers
 from .execute import kernel_name_for
@@ -96,7 +96,7 @@ async def notebook_kernel(
             kernel_name_for, path, specs, default, shown=wanted
         )
         try:
-            model = await managers.outside_the_call(
+            model = await outside_the_call(
                 serverapp.session_manager.create_session(
                     path=wanted, name=Path(wanted).name, type="notebook", kernel_name=name
                 )

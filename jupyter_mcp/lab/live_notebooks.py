@@ -29,7 +29,7 @@ from collections.abc import Callable, Hashable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from ..core.context import ToolContext, held
+from ..core.context import ToolContext, held, outside_the_call
 from ..core.errors import ToolError
 from ..documents.notebook_document import Location, NotebookDocument, NotebookDocuments
 from ..documents.notebook_file import FileNotebooks, load_notebook, stored_format
@@ -524,12 +524,15 @@ class LiveNotebooks:
                 extension = None
         if extension is not None:
             try:
-                ydoc = await extension.get_document(
-                    path=lab_path,
-                    content_type="notebook",
-                    file_format="json",
-                    copy=False,
-                    create=create,
+                # The room it opens (its awareness and save tasks) outlives this call.
+                ydoc = await outside_the_call(
+                    extension.get_document(
+                        path=lab_path,
+                        content_type="notebook",
+                        file_format="json",
+                        copy=False,
+                        create=create,
+                    )
                 )
             except Exception as e:  # jupyter-collaboration's own failure to load the notebook
                 # (jupyter_ydoc wants a source in every cell, which a cell of a newer minor
