@@ -380,6 +380,12 @@ def main() -> None:
     parser.add_argument(
         "--rounds", type=int, default=3, help="load rounds; each surface's median one is shown"
     )
+    parser.add_argument(
+        "--server-option",
+        action="append",
+        default=[],
+        help="a jupyter server option, e.g. --server-option=--JupyterMCP.inline_calls=False",
+    )
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -387,7 +393,10 @@ def main() -> None:
         name = "module.py"
         line = "value = compute(alpha, beta)  # a typical line of code\n"
         (root / name).write_text((line * (args.size // len(line) + 1))[: args.size])
-        with jupyter_server(root) as server, sdk_server(root) as (ref_base, ref_pid):
+        with (
+            jupyter_server(root, *args.server_option) as server,
+            sdk_server(root) as (ref_base, ref_pid),
+        ):
             base, token, pid = server.url, server.token, server.proc.pid
             results = asyncio.run(measure(base, token, ref_base, name, args.calls, args.warmup))
             rounds = []

@@ -155,6 +155,12 @@ def main() -> None:
     parser.add_argument(
         "--functions", type=int, default=0, help="also list the N functions of the largest gap"
     )
+    parser.add_argument(
+        "--server-option",
+        action="append",
+        default=[],
+        help="a jupyter server option, e.g. --server-option=--JupyterMCP.inline_calls=False",
+    )
     args = parser.parse_args()
     per_session = max(1, args.calls // args.sessions)
     calls = per_session * args.sessions
@@ -177,6 +183,7 @@ def main() -> None:
             f"--ServerApp.root_dir={root}",
             "--ServerApp.jpserver_extensions={'jupyter_mcp': True}",
             "--log-level=WARN",
+            *args.server_option,
         ]
         env = {**os.environ, "JUPYTER_TOKEN": token, "PROFILE_OUT": str(out)}
         proc = subprocess.Popen(

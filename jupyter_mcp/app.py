@@ -229,6 +229,17 @@ class JupyterMCP(ExtensionApp):
         ),
     )
 
+    inline_calls = Bool(
+        True,
+        config=True,
+        help=(
+            "Run a standard MCP tool call of a session (protocol revisions before 2026-07-28) "
+            "that streams nothing in the request that carries it, rather than hand it to the "
+            "MCP SDK's per-session dispatcher task and back; the answers are the same. False "
+            "sends every call the SDK's way."
+        ),
+    )
+
     warm_start = Bool(
         True,
         config=True,
@@ -476,7 +487,10 @@ class JupyterMCP(ExtensionApp):
         services.subscriptions = SubscriptionHub(services.resources)
         services.prompts = Prompts(project)
         services.mcp_surface = MCPSurface(
-            self.registry, self.tool_context, allowed_hosts=allowed_hosts(self.serverapp)
+            self.registry,
+            self.tool_context,
+            allowed_hosts=allowed_hosts(self.serverapp),
+            inline_calls=self.inline_calls,
         )
         # MCP tasks show in the activity panel as the calls they are, outliving their request.
         services.mcp_surface.tasks.store.observers.append(editor.task_changed)

@@ -30,6 +30,7 @@ from ..auth.identity import OAuthAuthorizer, OAuthIdentity, oauth_bearer, princi
 from ..auth.provider import OAuthUnavailable, Site
 from ..auth.scopes import BASE
 from .base import MCPBaseHandler, not_authenticated_reason
+from .inline_calls import eligible_message
 from .mcp import STOPPED_WHEN_LEFT, MCPSurface, user_principal
 
 ASGIApp = Callable[[dict[str, Any], Callable[[], Awaitable[dict[str, Any]]], Any], Awaitable[None]]
@@ -96,23 +97,7 @@ async def serve_asgi(
 ) -> None:
     """Run one Tornado request through the ASGI ``app`` and write its response."""
     request = handler.request
-    path = request.path
-    scope: dict[str, Any] = {
-        "type": "http",
-        "asgi": {"version": "3.0", "spec_version": "2.3"},
-        "http_version": request.version.removeprefix("HTTP/") or "1.1",
-        "method": request.method,
-        "scheme": request.protocol,
-        "path": path,
-        "raw_path": path.encode("utf-8"),
-        "root_path": "",
-        "query_string": (request.query or "").encode("latin-1"),
-        "headers": headers,
-        "client": (request.remote_ip, 0),
-        "server": None,
-    }
-    if user is not None:
-        scope["user"] = user
+    scope = asgi_scope(handler, headers, user)
     body_given = False
 
     async def receive() -> dict[str, Any]:
@@ -183,6 +168,47 @@ async def serve_asgi(
         handler.finish(set_content_type=content_type)
     except StreamClosedError:
         disconnected.set()
+
+
+def asgi_scope(
+    handler: web.RequestHandler, headers: list[tuple[bytes, bytes]], user: Any = None
+) -> dict[str, Any]:
+    """The ASGI ``http`` scope of the handler's request (``headers`` as given to the app)."""
+    request = handler.request
+    path = request.path
+    scope: dict[str, Any] = {
+        "type": "http",
+        "asgi": {"version": "3.0", "spec_version": "2.3"},
+        "http_version": request.version.removeprefix("HTTP/") or "1.1",
+        "method": request.method,
+        "scheme": request.protocol,
+        "path": path,
+        "raw_path": path.encode("utf-8"),
+        "root_path": "",
+        "query_string": (request.query or "").encode("latin-1"),
+        "headers": headers,
+        "client": (request.remote_ip, 0),
+        "server": None,
+    }
+    if user is not None:
+        scope["user"] = user
+    return scope
+
+
+def write_response(handler: web.RequestHandler, response: Any) -> None:
+    """Finish the request with a Starlette ``Response`` that has its whole body (the SDK's
+    JSON answers), as :func:`serve_asgi` would write it."""
+    handler.set_status(response.status_code)
+    handler.clear_header("Content-Type")
+    for raw_name, raw_value in response.raw_headers:
+        name, value = raw_name.decode("latin-1"), raw_value.decode("latin-1")
+        if name.lower() in _SKIPPED_HEADERS:
+            continue
+        handler.set_header(name, value)
+    try:
+        handler.finish(response.body)
+    except StreamClosedError:
+        pass  # the client left: nobody to answer
 
 
 async def _flush(handler: web.RequestHandler, disconnected: asyncio.Event) -> None:
@@ -319,6 +345,7 @@ class StreamableHTTPHandler(MCPBaseHandler):
         app: ASGIApp = surface.handle
         owner = session_owner(self)
         session_id = self.request.headers.get("Mcp-Session-Id")
+        inline = False
         if self.request.method == "POST" and session_id is not None:
             message = _parsed(self.request.body)
             if surface.answers_as_json(message, session_id):
@@ -326,11 +353,21 @@ class StreamableHTTPHandler(MCPBaseHandler):
                 # (2026-07-28 requests have no session; the SDK answers those that stream
                 # nothing as JSON itself, and watches their connection to cancel them.)
                 app = functools.partial(surface.handle, json_answer=True)
+                inline = eligible_message(message)
             if isinstance(message, dict) and message.get("method") in STOPPED_WHEN_LEFT:
                 # The SDK does not stop a legacy call whose client left: on_connection_close
                 # does (a callback, not a task per call watching the connection).
                 self._call = (surface, session_id, message.get("id"), owner)
         try:
+            if inline:
+                assert session_id is not None
+                scope = asgi_scope(self, headers, owner)
+                body = self.request.body or b""
+                answer = await surface.answer_inline(session_id, scope, message, body)
+                if answer is not None:
+                    if not (self._finished or self._disconnected.is_set()):
+                        write_response(self, answer)
+                    return
             await serve_asgi(
                 self,
                 app,

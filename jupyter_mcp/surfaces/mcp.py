@@ -60,6 +60,7 @@ from ..tasks.protocol import TASK_NOTIFICATION, CallOrigin, TaskProtocol
 from ..views.catalog import EXTENSION_ID, VIEW_DATA_KEY, pages_built, shows_views, view_of_tool
 from ..views.data import view_data
 from ..views.pages import ViewPages
+from .inline_calls import InlineCalls
 
 # Logging is deprecated at 2026-07-28 but still part of the legacy era we serve.
 warnings.filterwarnings("ignore", category=MCPDeprecationWarning, module=__name__)
@@ -424,8 +425,13 @@ class MCPSurface:
         json_response: bool = False,
         page_size: int = DEFAULT_PAGE_SIZE,
         max_body_bytes: int | None = None,
+        inline_calls: bool = True,
     ) -> None:
         self.registry = registry
+        #: Whether legacy calls answered as JSON run in their POST's task (inline_calls).
+        self.inline_calls = inline_calls
+        # Per live legacy session, what answers those calls (made on its first request).
+        self._inline: dict[str, InlineCalls] = {}
         self.ctx = ctx
         self.page_size = page_size
         # Level set by ``logging/setLevel`` per legacy session id (bounded, oldest dropped).
@@ -579,6 +585,21 @@ class MCPSurface:
         token = _json_answer.set(json_answer)
         try:
             await self.manager.handle_request(scope, receive, send)
+        finally:
+            _json_answer.reset(token)
+
+    async def answer_inline(
+        self, session_id: str, scope: dict[str, Any], message: Any, body: bytes
+    ) -> Any:
+        """The answer (a Starlette ``Response``) to a POST of legacy session ``session_id``
+        that :meth:`answers_as_json`, when it is a call answered in this request's task
+        (:mod:`~jupyter_mcp.surfaces.inline_calls`); None to hand it to :meth:`handle`."""
+        inline = self._inline.get(session_id) if self.inline_calls else None
+        if inline is None or not self.running:
+            return None
+        token = _json_answer.set(True)
+        try:
+            return await inline.answer(scope, message, body)
         finally:
             _json_answer.reset(token)
 
@@ -1057,6 +1078,16 @@ class MCPSurface:
             self._sessions.move_to_end(session)
             while len(self._sessions) > 10_000:
                 self._sessions.popitem(last=False)
+            if self.inline_calls and session not in self._inline:
+                inline = InlineCalls.attach(
+                    self.manager,
+                    session,
+                    rctx.session,
+                    self.server,
+                    functools.partial(self._inline.pop, session, None),
+                )
+                if inline is not None:
+                    self._inline[session] = inline
         return await call_next(rctx)
 
     def _visible_names(self) -> tuple[str, ...]:
@@ -1106,7 +1137,8 @@ class MCPSurface:
         for session_id in self.hub.sessions():
             if session_id not in live:
                 self.hub.forget_session(session_id)
-        for kept in (self._sessions, self._levels):
+        kept: dict[str, Any]
+        for kept in (self._sessions, self._levels, self._inline):
             for session_id in [s for s in kept if s not in live]:
                 del kept[session_id]
 
