@@ -517,8 +517,8 @@ class JupyterMCP(ExtensionApp):
 
     def _adapt_contents_managers(self) -> None:
         """Have the server's contents managers (the app's and the handlers') hand out the
-        tools' cell ids and save files under the tools' file locks; a manager already doing
-        so is left as it is."""
+        tools' cell ids, save files under the tools' file locks and list a folder in one worker
+        hop; a manager already doing so is left as it is."""
         serverapp = self.serverapp
         settings = getattr(getattr(serverapp, "web_app", None), "settings", {})
         for manager in (
@@ -527,10 +527,12 @@ class JupyterMCP(ExtensionApp):
         ):
             if manager is None:
                 continue
-            for adapt in (serve_stable_ids, share_file_locks, list_in_one_hop):
-                restore = adapt(manager, self.tool_context)
-                if restore is not None:
-                    self._restores.append(restore)
+            restores = (
+                serve_stable_ids(manager, self.tool_context),
+                share_file_locks(manager, self.tool_context),
+                list_in_one_hop(manager),
+            )
+            self._restores.extend(restore for restore in restores if restore is not None)
 
     def _make_oauth(self) -> OAuthServer:
         """The OAuth authorization server, over the grants file of this user."""

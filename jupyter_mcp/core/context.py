@@ -301,6 +301,13 @@ class Services:
             ("the project terminal", self.terminal.shutdown),
             ("the busy-kernel watcher", self.busy_kernels.shutdown),
         ]
+        notebooks_close = getattr(self.notebooks, "close", None)  # LiveNotebooks: its rooms
+        if notebooks_close is not None:
+
+            async def close_notebooks() -> None:
+                notebooks_close()
+
+            steps.append(("the notebooks' room closes", close_notebooks))
         if self.seed_port is not None:
             steps.append(("the seed port listener", self.seed_port.stop))
         if self.oauth is not None:

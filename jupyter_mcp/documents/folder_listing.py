@@ -124,7 +124,7 @@ def _unknown_error(cm: Any, e: OSError, os_path: str) -> None:
         cm.log.warning("Unknown error checking if file %r is hidden", os_path, exc_info=True)
 
 
-def list_in_one_hop(contents_manager: Any, ctx: Any = None) -> Callable[[], None] | None:
+def list_in_one_hop(contents_manager: Any) -> Callable[[], None] | None:
     """Have a stock async file manager list a folder in one worker hop (see the module
     docstring); returns the function that puts the original back, or None when the manager
     is not one whose code is reproduced here or already lists so."""

@@ -273,13 +273,16 @@ class Execution:
     def _release(self) -> None:
         """Let go of what ties the ended run to the call that started it: its task (which
         keeps that call's context, with the call's handler and MCP session, for as long as
-        it is referenced), its timers and the call's progress reporter. The finished run is
-        kept for follow-ups (:data:`KEEP_FINISHED`) with its outputs only."""
+        it is referenced), its timers, the call's progress reporter and the notebook's
+        document (a shared one holds its room open, lab/rooms.py: kept by a finished run, the
+        room and its document's whole history would stay as long as the run is kept). The
+        finished run is kept for follow-ups (:data:`KEEP_FINISHED`) with its outputs only."""
         if self._deferred is not None:
             self._deferred.cancel()
         self._deferred = self._timer = None
         self.reporter = None
         self.task = None
+        self.document = None
 
     async def _run_step(self, kept: KernelClient, step: Step) -> bool:
         """Run one step; False when the execution stops after it."""

@@ -46,6 +46,7 @@ from ..documents.notebook_format import (
 )
 from ..documents.running_cell import CELL_OUTPUT_LIMIT, RunningCell
 from ..kernels.sessions import api_path
+from .rooms import AgentRooms
 
 if TYPE_CHECKING:
     from .editor import EditorBridge, Window
@@ -216,7 +217,16 @@ class _LiveExecution(ABC):
         self.path = path
         self.shown = shown
         self.notes: dict[str, str] = {}
-        self._runs = _LiveRuns(self._show_run, flush_interval, output_limit)
+        # Weakly: a live document is then freed as soon as its last user lets go of it (not at
+        # the collector's next full pass), and with it the hold on its room (lab/rooms.py).
+        show = weakref.WeakMethod(self._show_run)
+
+        async def show_run(run: RunningCell, state: str) -> None:
+            method = show()
+            if method is not None:  # whoever runs a cell holds its document
+                await method(run, state)
+
+        self._runs = _LiveRuns(show_run, flush_interval, output_limit)
 
     @abstractmethod
     async def _show_run(self, run: RunningCell, state: str) -> None:
@@ -474,6 +484,46 @@ class LiveNotebooks:
         self.bridge = bridge
         self.files = files if files is not None else FileNotebooks(ctx)
         self._shared_listeners: list[Callable[[str, Any], None]] = []
+        #: The rooms of the shared documents opened here, closed once unused (lab/rooms.py).
+        self.rooms: AgentRooms | None = None
+
+    def _rooms_of(self, extension: Any) -> AgentRooms:
+        rooms = self.rooms
+        if rooms is None or rooms.extension is not extension:
+            rooms = self.rooms = AgentRooms(extension, self.ctx.log)
+        return rooms
+
+    async def _shared_document(
+        self, extension: Any, lab_path: str, path: Path, shown: str, *, create: bool
+    ) -> SharedNotebook | None:
+        """The shared document of the notebook, held open while the answer lives; None when
+        it has no room (and ``create`` is false)."""
+        rooms = self._rooms_of(extension)
+        # On the loop: the file id manager's SQLite connection is the loop thread's only
+        # (get_document asks it there too).
+        room_id = rooms.room_id(lab_path)
+        with rooms.opening(room_id):
+            # The room it opens (its awareness and save tasks) outlives this call.
+            ydoc = await outside_the_call(
+                extension.get_document(
+                    path=lab_path,
+                    content_type="notebook",
+                    file_format="json",
+                    copy=False,
+                    create=create,
+                )
+            )
+            if ydoc is None:
+                return None
+            self._opened_shared(lab_path, ydoc)
+            doc = SharedNotebook(self.ctx, ydoc, path, shown)
+            rooms.hold(doc, room_id)
+        return doc
+
+    def close(self) -> None:
+        """Call off the closes of unused rooms still waiting (the server stops)."""
+        if self.rooms is not None:
+            self.rooms.close()
 
     def add_shared_listener(self, listener: Callable[[str, Any], None]) -> None:
         """Tell ``listener`` of each shared document a tool opens (its server path and the
@@ -497,15 +547,12 @@ class LiveNotebooks:
             # (Jupyter's atomic_writing keeps a backup copy, not a temporary file): read in the
             # middle of a save, the file is empty or cut short. A shared document already
             # loaded is then the notebook; without one, the file's error stands.
-            ydoc = None
+            shared = None
             if extension is not None and path.is_file():
-                ydoc = await extension.get_document(
-                    path=lab_path, content_type="notebook", file_format="json", copy=False
-                )
-            if ydoc is None:
+                shared = await self._shared_document(extension, lab_path, path, shown, create=False)
+            if shared is None:
                 raise error
-            self._opened_shared(lab_path, ydoc)
-            return SharedNotebook(self.ctx, ydoc, path, shown)
+            return shared
 
         try:
             doc = await self.files.open(path, shown)  # the file's errors (missing, not a notebook)
@@ -524,15 +571,8 @@ class LiveNotebooks:
                 extension = None
         if extension is not None:
             try:
-                # The room it opens (its awareness and save tasks) outlives this call.
-                ydoc = await outside_the_call(
-                    extension.get_document(
-                        path=lab_path,
-                        content_type="notebook",
-                        file_format="json",
-                        copy=False,
-                        create=create,
-                    )
+                shared = await self._shared_document(
+                    extension, lab_path, path, shown, create=create
                 )
             except Exception as e:  # jupyter-collaboration's own failure to load the notebook
                 # (jupyter_ydoc wants a source in every cell, which a cell of a newer minor
@@ -545,9 +585,8 @@ class LiveNotebooks:
                     e,
                 )
             else:
-                if ydoc is not None:
-                    self._opened_shared(lab_path, ydoc)
-                    return SharedNotebook(self.ctx, ydoc, path, shown)
+                if shared is not None:
+                    return shared
         window = self._window_showing(path)
         if window is not None and self.bridge is not None:
             return WindowNotebook(self.ctx, self.bridge, window, path, shown, lab_path)

@@ -101,8 +101,11 @@ async def get_notebook_cell(
     nb = await doc.snapshot()
     position = ops.find_cell(nb, doc.shown, cellId, index)
     cell = nb["cells"][position]
-    answer = WithImages(cell_object(cell, position, shown=doc.shown), cell_images([cell]))
-    return WithViewData(answer, lambda: _cell_view_data(doc.shown, cell))
+    shown = doc.shown
+    answer = WithImages(cell_object(cell, position, shown=shown), cell_images([cell]))
+    # Not the document: a shared one holds its room open while it lives (lab/rooms.py), and
+    # the answer (with this) may be kept for its later result windows.
+    return WithViewData(answer, lambda: _cell_view_data(shown, cell))
 
 
 def _cell_view_data(shown: str, cell: dict[str, Any]) -> dict[str, Any]:
