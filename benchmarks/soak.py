@@ -84,6 +84,10 @@ OBJECTS_MARGIN = 0.03
 RSS_MARGIN_MIB = 2.0
 
 
+#: The kinds of agents, each a method of :class:`Agents`.
+KINDS = ("notebook", "files", "git", "commands", "sessions")
+
+
 def project(root: Path) -> None:
     """A git project with modules to search, files to edit and a run configuration."""
     for n in range(60):
@@ -217,6 +221,8 @@ class Agents:
         self.report = report
         self.made: set[str] = set()
         self.versions = itertools.count()
+        #: The kinds of agents that work (all of :data:`KINDS` unless the soak names some).
+        self.kinds = KINDS
 
     async def make(self, client: Client, path: str, text: str) -> None:
         """Create ``path`` the first time an agent asks (the warm-up); later rounds reuse it."""
@@ -339,7 +345,7 @@ class Agents:
                 await abandoned.call_tool("get_terminal_info", {})
 
     async def run(self, agents: int, rounds: Callable[[int], bool]) -> None:
-        kinds = (self.notebook, self.files, self.git, self.commands, self.sessions)
+        kinds = [getattr(self, kind) for kind in self.kinds]
         await asyncio.gather(*(kind(n, rounds) for kind in kinds for n in range(agents)))
 
 
@@ -363,13 +369,18 @@ def soak(
     rounds: int = 1,
     trace_memory: bool = False,
     room_cleanup_delay: float | None = ROOM_CLEANUP_DELAY,
+    kinds: tuple[str, ...] = KINDS,
+    collaboration: bool = True,
 ) -> Report:
     """Run the soak and return its samples (``show`` is called with each as it is taken).
 
     ``rounds`` loads of ``minutes`` each, each followed by the wait for the counts; the last
     one's end is sampled as "after", the others' as "after round N". ``trace_memory`` turns
     tracemalloc on in the server (the heap, and the growth since the baseline);
-    ``room_cleanup_delay`` None keeps every room open (as before lab/rooms.py), to compare."""
+    ``room_cleanup_delay`` None keeps every room open (as before lab/rooms.py), to compare;
+    ``kinds`` the agents that work (to tell which work leaves memory behind); without
+    ``collaboration`` the server has jupyter-collaboration off (notebooks change in their
+    files)."""
     report = Report()
 
     def take(label: str, http: httpx2.Client, server: Server) -> dict[str, float]:
@@ -407,13 +418,17 @@ def soak(
         idle = f"--JupyterMCP.session_idle_timeout={session_idle}"
         delay = "None" if room_cleanup_delay is None else room_cleanup_delay
         rooms = f"--YDocExtension.document_cleanup_delay={delay}"
+        extensions = {"_soak_probe": True}
+        if not collaboration:
+            extensions["jupyter_server_ydoc"] = False
         with (
-            jupyter_server(root, idle, rooms, env=env, extensions={"_soak_probe": True}) as server,
+            jupyter_server(root, idle, rooms, env=env, extensions=extensions) as server,
             httpx2.Client(headers={"Authorization": f"token {server.token}"}, timeout=120) as http,
         ):
             quiet(http, server, 60)  # the warm start
             take("start-up", http, server)
             workload = Agents(server, report)
+            workload.kinds = kinds
             asyncio.run(workload.run(agents, once))
             # The warm-up's rooms close once their delay has passed: not part of the baseline.
             time.sleep(room_cleanup_delay or 0)
@@ -469,7 +484,16 @@ def main() -> None:
         default=ROOM_CLEANUP_DELAY,
         help="seconds before an unused room closes (negative: never, to compare)",
     )
+    parser.add_argument(
+        "--kinds", default=",".join(KINDS), help=f"agents that work, of {','.join(KINDS)}"
+    )
+    parser.add_argument(
+        "--no-collaboration", action="store_true", help="jupyter-collaboration turned off"
+    )
     args = parser.parse_args()
+    kinds = tuple(args.kinds.split(","))
+    if not set(kinds) <= set(KINDS):
+        parser.error(f"--kinds: of {', '.join(KINDS)}")
     if not 1 <= args.agents <= 10:
         parser.error("--agents: 1 to 10 of each kind (the project has 10 run configurations)")
     columns = ("rss_mib", "heap_mib", "objects", "fds", "threads", "tool_threads", "lock_threads")
@@ -492,11 +516,14 @@ def main() -> None:
         show,
         rounds=args.rounds,
         room_cleanup_delay=None if args.room_cleanup_delay < 0 else args.room_cleanup_delay,
+        kinds=kinds,
+        collaboration=not args.no_collaboration,
         trace_memory=True,
     )
     load = os.getloadavg()
     print(
-        f"{report.calls} calls by {5 * args.agents} agents, {len(report.errors)} errors "
+        f"{report.calls} calls by {len(kinds) * args.agents} agents, "
+        f"{len(report.errors)} errors "
         f"(load average {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} on {os.cpu_count()} cores)"
     )
     for count, error in report.errors_by_kind()[:20]:
