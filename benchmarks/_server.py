@@ -39,9 +39,10 @@ class Server:
         self.url = f"http://127.0.0.1:{port}"
         self._log = log
 
-    def logged_errors(self) -> list[str]:
-        """The entries the server logged at error level so far (an ``[E ...]`` line and the
-        lines under it, its traceback), oldest first."""
+    def logged_errors(self, levels: str = "E") -> list[str]:
+        """The entries the server logged at error level (or at each of ``levels``: "EW" adds
+        the warnings) so far (an ``[E ...]`` line and the lines under it, its traceback),
+        oldest first."""
         if self._log is None:
             return []
         # Read at an offset: the server writes to the same open file, and a seek would move
@@ -52,7 +53,7 @@ class Server:
         current: list[str] | None = None
         for line in lines:
             if line.startswith("["):  # a new entry: kept when it is an error
-                current = [line] if line.startswith("[E ") else None
+                current = [line] if line[1:2] in levels and line[2:3] == " " else None
                 if current is not None:
                     entries.append(current)
             elif current is not None:

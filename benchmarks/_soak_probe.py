@@ -51,6 +51,7 @@ from mcp.server.session import ServerSession
 from tornado import web
 
 from jupyter_mcp.core import context as core_context
+from jupyter_mcp.lab.live_notebooks import collaboration
 
 #: Where ``?snapshot=`` keeps its snapshots (one file per label).
 _SNAPSHOTS = Path(tempfile.mkdtemp(prefix="soak-probe-"))
@@ -301,9 +302,27 @@ class ProbeHandler(JupyterHandler):
                     "thread_names": _thread_names(),
                     **_memory(),
                     **digests(),
+                    **rooms(self.serverapp),
                 }
             )
         )
+
+
+def rooms(serverapp: Any) -> dict[str, float]:
+    """jupyter-collaboration's open document rooms, the file loaders (each polls its file) and
+    the size of the rooms' documents as updates (MiB: their content and history, in pycrdt's
+    memory, which tracemalloc does not see); none without collaboration."""
+    extension = collaboration(serverapp)
+    server = getattr(extension, "ywebsocket_server", None)
+    if server is None:
+        return {"rooms": 0, "file_loaders": 0, "rooms_mib": 0.0}
+    documents = [room for room in server.rooms.values() if hasattr(room, "file_type")]
+    loaders = getattr(extension, "file_loaders", None)
+    return {
+        "rooms": len(documents),
+        "file_loaders": len(getattr(loaders, "_FileLoaderMapping__dict", ())),
+        "rooms_mib": sum(len(room.ydoc.get_update()) for room in documents) / 2**20,
+    }
 
 
 def awaits(coro: Any) -> list[str]:

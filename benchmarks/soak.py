@@ -23,7 +23,8 @@ Each sample: the server's resident memory (MiB), open file descriptors, threads 
 the pools' — the tool calls', the event loop executor's, the file-lock waiters' and AnyIO's,
 which keep their threads up to a bound — and the others),
 asyncio tasks, child processes, kernels, the MCP SDK's live session objects and the live request
-handlers, the objects Python's collector tracks and (``tracemalloc``, which the benchmark turns
+handlers, jupyter-collaboration's open document rooms and file loaders (and the rooms' documents'
+size), the objects Python's collector tracks and (``tracemalloc``, which the benchmark turns
 on in the server) the Python heap. The verdict says which counts did not return to the baseline,
 whether the heap came back within :data:`HEAP_MARGIN_MIB` of it and the tracked objects within
 :data:`OBJECTS_MARGIN`, and whether the resident memory (beyond
@@ -68,13 +69,23 @@ from bench_mcp import RawSession  # noqa: E402
 #: request handlers are printed, not held to it: what lives as long as a terminal, a
 #: collaborative document or a run configuration's last run keeps the context (and with it
 #: the handler) of the request that made it.
-COUNTS = ("fds", "other_threads", "tasks", "children", "kernels", "sdk_sessions")
+#: The shared documents' rooms (and file loaders) the agents' notebooks open close once the
+#: agents leave and :data:`ROOM_CLEANUP_DELAY` has passed (lab/rooms.py).
+COUNTS = ("fds", "other_threads", "tasks", "children", "kernels", "sdk_sessions", "rooms")
+COUNTS += ("file_loaders",)
+#: jupyter-collaboration's ``document_cleanup_delay`` for the soak's server (seconds; 60 by
+#: default): short, so that the rooms close within the wait after each round.
+ROOM_CLEANUP_DELAY = 5
 #: How far above the baseline the traced Python heap may end (MiB): what first use caches.
 HEAP_MARGIN_MIB = 4.0
 #: How far above the baseline the collector's tracked objects may end (a fraction).
 OBJECTS_MARGIN = 0.03
 #: How much the resident memory may grow across the last round (MiB): the allocator's slack.
 RSS_MARGIN_MIB = 2.0
+
+
+#: The kinds of agents, each a method of :class:`Agents`.
+KINDS = ("notebook", "files", "git", "commands", "sessions")
 
 
 def project(root: Path) -> None:
@@ -107,6 +118,20 @@ def _children(pid: int) -> int:
     return count
 
 
+def smaps(pid: int) -> dict[str, float]:
+    """The process's resident memory by mapping (MiB): by file, ``[heap]`` (the main malloc
+    arena), ``[anon]`` (mmap'd memory: other threads' arenas, big blocks, Rust's allocator)."""
+    found: collections.Counter[str] = collections.Counter()
+    name = "[anon]"
+    for line in Path(f"/proc/{pid}/smaps").read_text().splitlines():
+        fields = line.split()
+        if fields and "-" in fields[0] and len(fields) >= 5 and not fields[0].endswith(":"):
+            name = fields[5] if len(fields) > 5 else "[anon]"
+        elif fields and fields[0] == "Rss:":
+            found[name] += int(fields[1]) / 1024
+    return dict(found)
+
+
 def sample(server: Server, http: httpx2.Client) -> dict[str, float]:
     """One look at the server process: from /proc, its probe and its kernels API."""
     pid = server.proc.pid
@@ -133,6 +158,11 @@ class Report:
     growth: str = ""
     #: What holds the SDK sessions and handlers that did not return, by kind (the probe's).
     holders: dict[str, str] = field(default_factory=dict)
+    #: The errors and warnings the server logged with a traceback (each one formatted fills
+    #: linecache with the lines of its files: tracemalloc's growth shows it).
+    tracebacks: list[str] = field(default_factory=list)
+    #: The resident memory by mapping after each round (malloc_trim'd first), by label.
+    maps: list[tuple[str, dict[str, float]]] = field(default_factory=list)
 
     def of(self, label: str) -> dict[str, float]:
         return next(s for name, s in self.samples if name == label)
@@ -191,6 +221,8 @@ class Agents:
         self.report = report
         self.made: set[str] = set()
         self.versions = itertools.count()
+        #: The kinds of agents that work (all of :data:`KINDS` unless the soak names some).
+        self.kinds = KINDS
 
     async def make(self, client: Client, path: str, text: str) -> None:
         """Create ``path`` the first time an agent asks (the warm-up); later rounds reuse it."""
@@ -313,7 +345,7 @@ class Agents:
                 await abandoned.call_tool("get_terminal_info", {})
 
     async def run(self, agents: int, rounds: Callable[[int], bool]) -> None:
-        kinds = (self.notebook, self.files, self.git, self.commands, self.sessions)
+        kinds = [getattr(self, kind) for kind in self.kinds]
         await asyncio.gather(*(kind(n, rounds) for kind in kinds for n in range(agents)))
 
 
@@ -336,12 +368,19 @@ def soak(
     show: Callable[[str, dict[str, float]], None] | None = None,
     rounds: int = 1,
     trace_memory: bool = False,
+    room_cleanup_delay: float | None = ROOM_CLEANUP_DELAY,
+    kinds: tuple[str, ...] = KINDS,
+    collaboration: bool = True,
 ) -> Report:
     """Run the soak and return its samples (``show`` is called with each as it is taken).
 
     ``rounds`` loads of ``minutes`` each, each followed by the wait for the counts; the last
     one's end is sampled as "after", the others' as "after round N". ``trace_memory`` turns
-    tracemalloc on in the server (the heap, and the growth since the baseline)."""
+    tracemalloc on in the server (the heap, and the growth since the baseline);
+    ``room_cleanup_delay`` None keeps every room open (as before lab/rooms.py), to compare;
+    ``kinds`` the agents that work (to tell which work leaves memory behind); without
+    ``collaboration`` the server has jupyter-collaboration off (notebooks change in their
+    files)."""
     report = Report()
 
     def take(label: str, http: httpx2.Client, server: Server) -> dict[str, float]:
@@ -377,14 +416,22 @@ def soak(
             if frames:
                 env["SOAK_TRACEMALLOC_FRAMES"] = frames
         idle = f"--JupyterMCP.session_idle_timeout={session_idle}"
+        delay = "None" if room_cleanup_delay is None else room_cleanup_delay
+        rooms = f"--YDocExtension.document_cleanup_delay={delay}"
+        extensions = {"_soak_probe": True}
+        if not collaboration:
+            extensions["jupyter_server_ydoc"] = False
         with (
-            jupyter_server(root, idle, env=env, extensions={"_soak_probe": True}) as server,
+            jupyter_server(root, idle, rooms, env=env, extensions=extensions) as server,
             httpx2.Client(headers={"Authorization": f"token {server.token}"}, timeout=120) as http,
         ):
             quiet(http, server, 60)  # the warm start
             take("start-up", http, server)
             workload = Agents(server, report)
+            workload.kinds = kinds
             asyncio.run(workload.run(agents, once))
+            # The warm-up's rooms close once their delay has passed: not part of the baseline.
+            time.sleep(room_cleanup_delay or 0)
             quiet(http, server, 60)
             take("baseline", http, server)
             http.get(f"{server.url}/soak-probe", params={"snapshot": "baseline"})
@@ -410,6 +457,10 @@ def soak(
                 trimmed = http.get(f"{server.url}/soak-probe", params={"trim": 1}).json()
                 for part in ("trimmed_rss_mib", "malloc_in_use_mib"):
                     found[part] = trimmed.get(part, 0.0)
+                report.maps.append((f"round {r}", smaps(server.proc.pid)))
+            report.tracebacks = [
+                entry for entry in server.logged_errors("EW") if "Traceback (most recent" in entry
+            ]
             probe = f"{server.url}/soak-probe"
             report.growth = http.get(probe, params={"growth": "baseline"}).text
             grew = report.memory_over()
@@ -427,12 +478,28 @@ def main() -> None:
     parser.add_argument("--agents", type=int, default=2, help="agents of each kind")
     parser.add_argument("--settle", type=float, default=120, help="seconds to wait for return")
     parser.add_argument("--session-idle", type=float, default=30, help="abandoned sessions end")
+    parser.add_argument(
+        "--room-cleanup-delay",
+        type=float,
+        default=ROOM_CLEANUP_DELAY,
+        help="seconds before an unused room closes (negative: never, to compare)",
+    )
+    parser.add_argument(
+        "--kinds", default=",".join(KINDS), help=f"agents that work, of {','.join(KINDS)}"
+    )
+    parser.add_argument(
+        "--no-collaboration", action="store_true", help="jupyter-collaboration turned off"
+    )
     args = parser.parse_args()
+    kinds = tuple(args.kinds.split(","))
+    if not set(kinds) <= set(KINDS):
+        parser.error(f"--kinds: of {', '.join(KINDS)}")
     if not 1 <= args.agents <= 10:
         parser.error("--agents: 1 to 10 of each kind (the project has 10 run configurations)")
     columns = ("rss_mib", "heap_mib", "objects", "fds", "threads", "tool_threads", "lock_threads")
     columns += ("anyio_threads",)
     columns += ("other_threads", "tasks", "children", "kernels", "sdk_sessions", "handlers")
+    columns += ("rooms", "file_loaders", "rooms_mib")
     print(f"{'':<15}" + "".join(f"{c:>13}" for c in columns), flush=True)
 
     def show(label: str, found: dict[str, float]) -> None:
@@ -448,17 +515,29 @@ def main() -> None:
         args.session_idle,
         show,
         rounds=args.rounds,
+        room_cleanup_delay=None if args.room_cleanup_delay < 0 else args.room_cleanup_delay,
+        kinds=kinds,
+        collaboration=not args.no_collaboration,
         trace_memory=True,
     )
     load = os.getloadavg()
     print(
-        f"{report.calls} calls by {5 * args.agents} agents, {len(report.errors)} errors "
+        f"{report.calls} calls by {len(kinds) * args.agents} agents, "
+        f"{len(report.errors)} errors "
         f"(load average {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} on {os.cpu_count()} cores)"
     )
     for count, error in report.errors_by_kind()[:20]:
         print(f"  {count:>5} x {error}")
     print("allocation sites that grew most since the baseline (tracemalloc):")
     print("".join(f"  {line}\n" for line in report.growth.splitlines()), end="")
+    kinds = collections.Counter(
+        entry.splitlines()[0][entry.find("]") + 1 :] for entry in report.tracebacks
+    )
+    print(f"the server logged {len(report.tracebacks)} tracebacks:")
+    for first, count in kinds.most_common(5):
+        print(f"  {count:>5} x {first[:200]}")
+        entry = next(e for e in report.tracebacks if first in e)
+        print("".join(f"        {line}\n" for line in entry.splitlines()[-12:]), end="")
     for kind, text in report.holders.items():
         print(f"what holds the {kind} left:")
         print("".join(f"  {line}\n" for line in text.splitlines()[:120]), end="")
@@ -505,6 +584,16 @@ def main() -> None:
         f"sessions, {baseline.get('digests_mib', 0):.1f} -> {after.get('digests_mib', 0):.1f} "
         f"MiB (bound {after.get('digests_bound_mib', 0):.1f} MiB; allowed for in the heap's)"
     )
+    if len(report.maps) >= 2:
+        (_, before), (_, last) = report.maps[-2:]
+        grew = sorted(
+            ((last.get(n, 0) - before.get(n, 0), n) for n in set(before) | set(last)),
+            reverse=True,
+        )
+        print(
+            "  resident memory by mapping across the last round (MiB, after malloc_trim): "
+            + ", ".join(f"{n} {d:+.1f}" for d, n in grew[:6] if abs(d) >= 0.05)
+        )
     over = report.memory_over()
     print("memory back within its bounds: " + ("yes" if not over else f"no: {over} (bound, after)"))
 

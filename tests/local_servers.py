@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -14,6 +15,7 @@ import urllib.error
 import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from process_table import descendants
@@ -24,6 +26,40 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+def _ephemeral_ports() -> range:
+    """The ports the OS hands out by itself (to ``bind(0)`` and to connections' own ends)."""
+    try:
+        low, high = map(int, Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split())
+    except (OSError, ValueError):  # not Linux: IANA's dynamic range, the usual default
+        low, high = 49152, 65535
+    return range(low, high + 1)
+
+
+def restartable_port() -> int:
+    """A free loopback port outside the OS's ephemeral range, for a server stopped and started
+    again on the same address.
+
+    A port from :func:`free_port` is one the OS hands out itself: between the stop and the
+    restart, any connection's own end can take it (another test's client, a kernel's, or a
+    client connecting to the stopped server, which on Linux can connect to itself), and the
+    restart fails with "port is not available" (seen once under load). Below that range only
+    servers told a port take one.
+    """
+    ephemeral = _ephemeral_ports()
+    low, high = (10_000, ephemeral.start - 1) if ephemeral.start > 11_000 else (1_024, 9_999)
+    for _ in range(200):
+        port = random.randint(low, high)
+        if port in ephemeral:
+            continue
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:  # someone listens there: another try
+                continue
+            return port
+    raise AssertionError(f"no free loopback port in {low}-{high}")
 
 
 def wait_for(condition: Callable[[], Any], timeout: float, what: str) -> Any:

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import os
 import secrets
-import socket
 import subprocess
 import sys
 import time
@@ -19,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from local_servers import free_port
 
 
 @dataclass
@@ -30,13 +30,6 @@ class ServerProcess:
     root: Path
     #: The server's process id.
     pid: int = 0
-
-
-def free_port() -> int:
-    """A port nobody listens on now (the OS chooses)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @contextmanager

@@ -33,10 +33,11 @@ import httpx2
 import mcp_types as types
 import nbformat
 import pytest
+from local_servers import free_port, restartable_port
 from mcp import Client, MCPError
 from mcp.client.streamable_http import streamable_http_client
 from process_table import processes_with
-from server_process import ServerProcess, free_port, server_process
+from server_process import ServerProcess, server_process
 
 from jupyter_mcp.core.context import ToolContext
 from jupyter_mcp.core.errors import ToolError
@@ -355,14 +356,6 @@ async def test_a_seed_rest_client_that_leaves_mid_call_stops_the_work(
 # --- the server stopped while work runs ----------------------------------------------------
 
 
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def _descendants(pid: int) -> set[int]:
     """Every live process below ``pid``, from /proc."""
     children: dict[int, list[int]] = {}
@@ -469,7 +462,7 @@ def test_stopping_the_server_leaves_no_process_behind(tmp_path: Path, how: str) 
     run_marker, command_marker, terminal_marker = _marker(), _marker(), _marker()
     _tasks(root, Serve=f"sleep {run_marker} & sleep {run_marker}")
     (root / "n.ipynb").write_text(json.dumps(nbformat_v4_notebook()))
-    port, token = _free_port(), uuid.uuid4().hex
+    port, token = free_port(), uuid.uuid4().hex
     home = tmp_path / "home"
     env = {
         **os.environ,
@@ -777,7 +770,8 @@ async def test_a_server_restarted_under_a_client_answers_its_next_call_without_a
     root.mkdir()
     (root / "a.txt").write_text("before\n")
     home = tmp_path / "home"
-    port, token = free_port(), uuid.uuid4().hex
+    # Outside the ports the OS hands out, so nothing takes it between the stop and the restart
+    port, token = restartable_port(), uuid.uuid4().hex
     with contextlib.ExitStack() as servers:
         first = contextlib.ExitStack()
         servers.callback(first.close)

@@ -6,8 +6,9 @@ notebook kernels, file edits and searches, git commits, background and terminal 
 configurations, sessions of both protocol eras opened and closed, seed REST calls, sessions
 abandoned without a goodbye). Then, the agents' notebooks keeping their kernels, the server's
 open file descriptors, threads (beyond its pools, which keep theirs up to a bound), asyncio
-tasks, child processes, kernels and the MCP SDK's live session objects (an ended session kept
-is what leaked most) are back at the level they had after one round of the same work. Counts
+tasks, child processes, kernels, the MCP SDK's live session objects (an ended session kept
+is what leaked most) and jupyter-collaboration's document rooms and file loaders are back at
+the level they had after one round of the same work. Counts
 are compared, never times: the soak waits for the counts, and fails only when they stay above
 the baseline.
 
@@ -39,6 +40,9 @@ def test_after_a_mixed_workload_every_count_returns_to_its_baseline() -> None:
     assert during, "no sample was taken during the load"
     # The load was real: it held sessions (their tasks) and started run kernels.
     assert max(found["tasks"] for found in during) > baseline["tasks"]
-    # The agents' notebooks keep their kernels: those are part of the baseline.
+    # The agents' notebooks keep their kernels: those are part of the baseline. Their shared
+    # documents' rooms are not: open while the agents work, closed once they left (lab/rooms.py).
     assert baseline["kernels"] >= 1
+    assert max(found["rooms"] for found in during) >= 1
+    assert baseline["rooms"] == 0 and after["rooms"] == 0
     assert report.not_returned() == {}, [(k, baseline[k], after[k]) for k in COUNTS]

@@ -16,7 +16,6 @@ import importlib.util
 import json
 import os
 import re
-import socket
 import subprocess
 import sys
 import threading
@@ -33,6 +32,7 @@ import httpx2
 import nbformat
 import pytest
 from chromium import CHROMIUM, CHROMIUM_ARGS, require_chromium, skip_or_fail
+from local_servers import free_port
 from server_configs import COLLABORATION_EXTENSIONS
 
 pytestmark = pytest.mark.browser
@@ -111,12 +111,6 @@ class Lab:
         return str(answer["error"])
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def _labextension_served() -> bool:
     return (BUILT_LABEXTENSION / "package.json").exists()
 
@@ -158,7 +152,7 @@ def _run_lab(base: Path, *, collaboration: bool = False) -> Iterator[Lab]:
     labconfig.mkdir(parents=True)
     disabled = {} if collaboration else {name: True for name in COLLABORATION_LAB_EXTENSIONS}
     (labconfig / "page_config.json").write_text(json.dumps({"disabledExtensions": disabled}))
-    port = _free_port()
+    port = free_port()
     env = {
         **os.environ,
         "JUPYTER_RUNTIME_DIR": str(base / "runtime"),

@@ -13,6 +13,7 @@ import asyncio
 import gc
 import json
 import warnings
+import weakref
 from pathlib import Path
 from typing import Any
 
@@ -317,3 +318,18 @@ def test_collaborations_room_locks_are_where_the_close_takes_them() -> None:
     fallback = AgentRooms(object(), None)
     assert fallback._lock("r") is fallback._lock("r")
     assert "r" in fallback._own_locks
+
+
+async def test_a_closed_rooms_document_is_freed(ok: Any, rooms: Rooms, jp_root_dir: Path) -> None:
+    # What counts a notebook's changes observes its document: pycrdt's callback holds the
+    # Doc, which holds the callback in Rust, where the collector cannot see the cycle.
+    write_code_notebook(jp_root_dir, "n.ipynb", "x = 1", ids=True)
+    await ok("insert_notebook_cell", pathInProject="n.ipynb", source="y = 2", index=0)
+    document = weakref.ref(rooms.room("n.ipynb").ydoc)
+    await rooms.closed("n.ipynb")
+
+    def freed() -> bool:
+        gc.collect()
+        return document() is None
+
+    await until(freed, timeout=COMES)
