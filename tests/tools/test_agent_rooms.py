@@ -142,39 +142,52 @@ async def test_an_edit_whose_save_is_still_waiting_is_saved_before_the_close(
     assert _cells(path)[0].source == "x = 'last'"
 
 
+class FailingSaves:
+    """The notebook's saves through its room fail, the first ``times`` of them (None: all),
+    as collaboration's save can (its ``aget`` meeting a cell deleted mid-read, a full disk):
+    collaboration then logs "Error saving file" and keeps the edit in the room only."""
+
+    def __init__(self, rooms: Rooms, name: str, error: Exception, times: int | None) -> None:
+        self.loader = rooms.extension.file_loaders[rooms.file_id(name)]
+        self.save = self.loader.maybe_save_content
+        self.error, self.times, self.failed = error, times, 0
+
+    async def maybe_save_content(self, model: dict[str, Any]) -> Any:
+        if self.times is None or self.failed < self.times:
+            self.failed += 1
+            raise self.error
+        return await self.save(model)
+
+    def __enter__(self) -> FailingSaves:
+        self.loader.maybe_save_content = self.maybe_save_content
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.loader.maybe_save_content = self.save
+
+
+async def _edit(doc: Any, source: str) -> None:
+    """A tool's edit of the first cell, in the notebook's shared document."""
+
+    def edit(nb: dict[str, Any]) -> None:
+        nb["cells"][0]["source"] = source
+
+    await doc.change(edit)
+
+
 async def test_a_room_whose_last_save_failed_is_saved_again_before_it_closes(
     mcp_app: Any, rooms: Rooms, jp_root_dir: Path
 ) -> None:
-    # collaboration's save can fail (its aget meeting a cell deleted mid-read, say): it logs
-    # "Error saving file" and keeps the edit in the room. Closing then would lose the edit.
+    # Closing the room then would lose the edit
     path = write_code_notebook(jp_root_dir, "n.ipynb", "x = 1", ids=True)
-    doc = await open_notebook(mcp_app.tool_context, "n.ipynb")
-    room = rooms.room("n.ipynb")
-    if not callable(getattr(room, "_save_to_disc", None)):
+    doc = await open_notebook(mcp_app.tool_context, "n.ipynb")  # held: its room stays open
+    if not callable(getattr(rooms.room("n.ipynb"), "_save_to_disc", None)):
         pytest.skip("jupyter-collaboration's rooms changed: no _save_to_disc to save again")
-    loader = rooms.extension.file_loaders[rooms.file_id("n.ipynb")]
-    save = loader.maybe_save_content
-    failures = 0
-
-    async def failing_once(model: dict[str, Any]) -> Any:
-        nonlocal failures
-        if failures == 0:
-            failures += 1
-            raise IndexError("Array index out of range")  # what the soak's saves met
-        return await save(model)
-
-    loader.maybe_save_content = failing_once
-
-    def edit(nb: dict[str, Any]) -> None:
-        nb["cells"][0]["source"] = "x = 'kept'"
-
-    try:
-        await doc.change(edit)
-        del doc
+    with FailingSaves(rooms, "n.ipynb", IndexError("Array index out of range"), 1) as saves:
+        await _edit(doc, "x = 'kept'")
+        del doc  # the tool lets go
         await rooms.closed("n.ipynb")
-    finally:
-        loader.maybe_save_content = save
-    assert failures == 1, "the save did not fail as the test meant"
+    assert saves.failed == 1, "the save did not fail as the test meant"
     assert _cells(path)[0].source == "x = 'kept'"
 
 
@@ -182,33 +195,16 @@ async def test_a_room_whose_saves_keep_failing_stays_open(
     mcp_app: Any, rooms: Rooms, jp_root_dir: Path
 ) -> None:
     path = write_code_notebook(jp_root_dir, "n.ipynb", "x = 1", ids=True)
-    doc = await open_notebook(mcp_app.tool_context, "n.ipynb")
-    room = rooms.room("n.ipynb")
-    loader = rooms.extension.file_loaders[rooms.file_id("n.ipynb")]
-    save = loader.maybe_save_content
-    tries = 0
-
-    async def failing(model: dict[str, Any]) -> Any:
-        nonlocal tries
-        tries += 1
-        raise OSError(28, "No space left on device")
-
-    loader.maybe_save_content = failing
-
-    def edit(nb: dict[str, Any]) -> None:
-        nb["cells"][0]["source"] = "x = 'unsaved'"
-
-    room_id = rooms.id_of("n.ipynb")
-    try:
-        await doc.change(edit)
-        del doc
-        # Its close is tried (and a save asked for) more than once, and it stays open
-        await until(lambda: tries >= 3, timeout=COMES)
+    doc = await open_notebook(mcp_app.tool_context, "n.ipynb")  # held: its room stays open
+    room, room_id = rooms.room("n.ipynb"), rooms.id_of("n.ipynb")
+    with FailingSaves(rooms, "n.ipynb", OSError(28, "No space left on device"), None) as saves:
+        await _edit(doc, "x = 'unsaved'")
+        del doc  # the tool lets go
+        # Its close is tried (and a save asked for) again and again, and it stays open
+        await until(lambda: saves.failed >= 3, timeout=COMES)
         assert rooms.room("n.ipynb") is room
         assert not await rooms.agent_rooms.close_if_unused(room_id)
         assert rooms.room("n.ipynb") is room
-    finally:
-        loader.maybe_save_content = save
     # Once a save succeeds, it closes with the edit in its file
     await rooms.closed("n.ipynb")
     assert _cells(path)[0].source == "x = 'unsaved'"
