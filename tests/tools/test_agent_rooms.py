@@ -223,16 +223,17 @@ async def test_a_document_a_call_still_holds_keeps_its_room(
     await rooms.closed("n.ipynb")
 
 
+def _notebook_running_until(root: Path, go: Path) -> Path:
+    """n.ipynb, whose one cell runs until ``go`` exists, then prints "done"."""
+    source = f"import os, time\nwhile not os.path.exists({str(go)!r}): time.sleep(0.02)\n"
+    return write_code_notebook(root, "n.ipynb", source + "print('done')", ids=True)
+
+
 async def test_a_running_cell_keeps_its_room_until_the_run_ends(
     ok: Any, rooms: Rooms, jp_root_dir: Path
 ) -> None:
     go = jp_root_dir / "go"
-    path = write_code_notebook(
-        jp_root_dir,
-        "n.ipynb",
-        f"import os, time\nwhile not os.path.exists({str(go)!r}): time.sleep(0.02)\nprint('done')",
-        ids=True,
-    )
+    path = _notebook_running_until(jp_root_dir, go)
     started = await ok("execute_notebook_cells", pathInProject="n.ipynb", background=True)
     execution = started["executionId"]
     room_id = rooms.id_of("n.ipynb")
@@ -299,12 +300,7 @@ async def test_a_window_leaving_mid_run_does_not_close_the_room_under_the_run(
     ok: Any, rooms: Rooms, jp_root_dir: Path, open_window: Any
 ) -> None:
     go = jp_root_dir / "go"
-    path = write_code_notebook(
-        jp_root_dir,
-        "n.ipynb",
-        f"import os, time\nwhile not os.path.exists({str(go)!r}): time.sleep(0.02)\nprint('done')",
-        ids=True,
-    )
+    path = _notebook_running_until(jp_root_dir, go)
     window = await open_window("n.ipynb")
     room = rooms.room("n.ipynb")
     await until(lambda: room is not None and len(room.clients) == 1, timeout=COMES)
