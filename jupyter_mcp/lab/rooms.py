@@ -20,7 +20,11 @@ delay, once all of these hold:
 - its last change is saved: ``DocumentRoom.stop`` cancels a save that is still waiting its
   ``document_save_delay``, which would lose the edits since the previous save, so the close waits
   for it. With autosave off (``document_save_delay`` None) nothing saves an agent's edits, so the
-  room is never closed.
+  room is never closed;
+- its last save did not fail: collaboration logs a failed save (``Error saving file``, as when
+  its ``aget`` meets a cell deleted mid-read) and leaves the edits in the room until the next
+  change saves them. Before closing such a room a save is asked for again; while saves fail, it
+  stays open and the close is tried again after the delay.
 
 A resource subscription does not keep a room open: ``SharedDocuments``
 (``resources/changes.py``) observes a document while its room is open and follows collaboration's
@@ -60,6 +64,8 @@ class AgentRooms:
         self._own_locks: dict[str, asyncio.Lock] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
         self._listening = False
+        #: room ids whose last save failed (from collaboration's events).
+        self._unsaved: set[str] = set()
 
     # -- what collaboration is configured with -----------------------------------------------
 
@@ -162,6 +168,8 @@ class AgentRooms:
         if logger is not None:
             with contextlib.suppress(Exception):  # schema not registered: windows leave untold
                 logger.add_listener(schema_id=AWARENESS_EVENTS, listener=self._client_event)
+            with contextlib.suppress(Exception):  # schema not registered: failed saves untold
+                logger.add_listener(schema_id=COLLABORATION_EVENTS, listener=self._room_event)
 
     async def _client_event(self, logger: Any, schema_id: str, data: dict[str, Any]) -> None:
         # jupyter_events calls listeners with these keywords; nothing may escape from here.
@@ -171,6 +179,20 @@ class AgentRooms:
                 self._call_off_cleaning(room_id)
         except Exception:
             self.log.exception("jupyter_mcp: a collaboration client event was not followed")
+
+    async def _room_event(self, logger: Any, schema_id: str, data: dict[str, Any]) -> None:
+        # DocumentRoom emits "save" when a save wrote the file, and an ERROR event with no
+        # action, "Error saving file: …", when it failed (jupyter_server_ydoc 3.0.4).
+        try:
+            room_id = str(data.get("room") or "")
+            if data.get("action") in ("save", "clean"):
+                self._unsaved.discard(room_id)
+            elif data.get("level") == "ERROR" and str(data.get("msg", "")).startswith(
+                "Error saving"
+            ):
+                self._unsaved.add(room_id)
+        except Exception:
+            self.log.exception("jupyter_mcp: a collaboration room event was not followed")
 
     # -- closing -----------------------------------------------------------------------------
 
@@ -185,6 +207,35 @@ class AgentRooms:
             await self.close_if_unused(room_id)
         except Exception:  # the room stays open, as it did before
             self.log.exception("jupyter_mcp: closing the unused shared document %s failed", room_id)
+
+    async def _saved_again(self, room_id: str, room: Any) -> bool:
+        """Whether the room's document is in its file: its last save did not fail, or a save
+        asked for now succeeds. ``DocumentRoom._save_to_disc`` (private; the save behind
+        JupyterLab's Save command) is what asks; without it the room stays open."""
+        if room_id not in self._unsaved:
+            return True
+        save = getattr(room, "_save_to_disc", None)
+        saving = save() if callable(save) else None
+        if isinstance(saving, asyncio.Future):
+            await asyncio.wait({saving})
+            # The save's event reaches _room_event in a task of its own, scheduled before the
+            # save ended: one turn of the loop lets it run.
+            await asyncio.sleep(0)
+        if room_id not in self._unsaved:
+            return True
+        delay = self.cleanup_delay
+        self.log.warning(
+            "jupyter_mcp: the last save of the unused shared document %s failed; it stays open%s",
+            room_id,
+            "" if delay is None else f" and its close is tried again in {delay:g} s",
+        )
+        if delay is not None and self._loop is not None:
+            task = contextvars.Context().run(
+                self._loop.create_task, self._close_later(room_id, delay)
+            )
+            self._closing[room_id] = task
+            task.add_done_callback(lambda done: self._forget_close(room_id, done))
+        return False
 
     def _lock(self, room_id: str) -> asyncio.Lock:
         # collaboration's room locks (one per room, shared by get_document and its handlers):
@@ -218,6 +269,10 @@ class AgentRooms:
             if not self._unused(room_id, room) or not await _saved(room, self.log):
                 return False
             if not self._unused(room_id, room):  # a window or a tool came while it saved
+                return False
+            if not await self._saved_again(room_id, room):
+                return False
+            if not self._unused(room_id, room):
                 return False
             server = self.extension.ywebsocket_server
             self.log.info("jupyter_mcp: closing the unused shared document %s", room_id)
