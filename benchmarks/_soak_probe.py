@@ -11,7 +11,8 @@ asyncio task's stack and every thread's (what a benchmark dumps when a call of i
 unanswered); ``?holders=KIND`` what holds each live SDK session or handler.
 ``?trim=1`` answers the resident memory before and after glibc's ``malloc_trim(0)`` (what the
 allocator holds free but has not given back, which is no leak), and what malloc still has
-handed out. The counts also tell the
+handed out; ``?interned=1`` the interpreter's table of interned strings, where tracemalloc
+sees it (a high-water mark). The counts also tell the
 bounded caches that fill up to their bound and stay there: jupyter_client's replay guard (each
 kernel ``Session``'s ``digest_history``, up to ``digest_history_size`` signatures), its size and
 bound in MiB. ``?snapshot=LABEL`` keeps a tracemalloc snapshot (in a file, so that it weighs
@@ -40,6 +41,8 @@ import threading
 import traceback
 import tracemalloc
 import types
+import warnings
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -59,17 +62,63 @@ _SNAPSHOTS = Path(tempfile.mkdtemp(prefix="soak-probe-"))
 GROWTH_LINES = 15
 
 
-def _memory() -> dict[str, float]:
-    """After a full collection (what is left is what is held): the objects the collector
-    tracks, the SDK's session objects and the request handlers alive, and the traced heap."""
-    gc.collect()
+def in_a_copy(count: Callable[[], dict[str, float]]) -> dict[str, float]:
+    """``count()``, run in a forked copy of the server (where there is ``fork``).
+
+    Counting objects means holding a reference to each (``gc.get_objects()``), and some are
+    still being built by other threads: a tuple that ``tuple(generator)`` fills in a worker
+    thread (subprocess's list of executables, in every git call) then has two references,
+    and when that thread resumes, CPython refuses to grow it ("SystemError:
+    Objects/tupleobject.c:927: bad argument to internal function"). The 10 min x 3 soak had
+    two such errors in 29,018 calls, both in ``commit_changes``, and they were this probe's:
+    nothing else in the server lists objects. The copy has only this thread, so nothing it
+    holds is being built; its collector is off, so that no finalizer runs in it, and it
+    leaves with ``os._exit``, running nothing of the server's.
+    """
+    if not hasattr(os, "fork"):
+        return count()
+    read, write = os.pipe()
+    with warnings.catch_warnings():  # 3.12's warning of forking with threads: see above
+        warnings.simplefilter("ignore", DeprecationWarning)
+        pid = os.fork()
+    if pid == 0:
+        try:
+            gc.disable()
+            try:
+                answer = json.dumps(count())
+            except BaseException:
+                answer = json.dumps({"failed": traceback.format_exc()})
+            with os.fdopen(write, "w") as pipe:
+                pipe.write(answer)
+        finally:
+            os._exit(0)
+    os.close(write)
+    with os.fdopen(read) as pipe:
+        answer = pipe.read()
+    os.waitpid(pid, 0)
+    found = json.loads(answer) if answer else {"failed": "the copy ended without an answer"}
+    if "failed" in found:
+        raise RuntimeError(f"counting in a copy of the server failed:\n{found['failed']}")
+    return found
+
+
+def _counts() -> dict[str, float]:
+    """The objects the collector tracks, and the SDK's session objects and the request
+    handlers among them (in :func:`in_a_copy`)."""
     objects = gc.get_objects()
-    found: dict[str, float] = {
+    return {
         # jupyter_mcp sets its start-up objects aside (gc.freeze): they count too.
         "objects": len(objects) + gc.get_freeze_count(),
         **{kind: sum(isinstance(o, cls) for o in objects) for kind, cls in KINDS.items()},
+        **digests(objects),
     }
-    del objects
+
+
+def _memory() -> dict[str, float]:
+    """After a full collection (what is left is what is held): :func:`_counts`, and the
+    traced heap."""
+    gc.collect()
+    found = in_a_copy(_counts)
     if tracemalloc.is_tracing():
         found["heap_mib"] = tracemalloc.get_traced_memory()[0] / 2**20
     return found
@@ -171,12 +220,12 @@ def _set_bytes(entries: int) -> int:
     return sys.getsizeof(set(range(entries)))
 
 
-def digests() -> dict[str, float]:
+def digests(objects: list[Any]) -> dict[str, float]:
     """jupyter_client's replay guard: every live ``Session`` remembers the signatures of the
     messages it received, up to ``digest_history_size`` of them (2**16 by default), then drops
     a random tenth. A cache that fills up to its bound and stays, not a leak: its size now and
     its bound (MiB), the signatures (bytes of the same length) and the set's table counted."""
-    sessions = [o for o in gc.get_objects() if isinstance(o, Session)]
+    sessions = [o for o in objects if isinstance(o, Session)]
     size = bound = 0.0
     kept = 0
     for session in sessions:
@@ -199,6 +248,38 @@ def _snapshot() -> tracemalloc.Snapshot:
     return tracemalloc.take_snapshot().filter_traces(
         [tracemalloc.Filter(False, tracemalloc.__file__), tracemalloc.Filter(False, __file__)]
     )
+
+
+def _interned_table_sizes() -> set[int]:
+    """The sizes CPython 3.11 and 3.12 give the table of interned strings as it grows: a dict
+    whose keys are all str, of 2**n slots (n from 16), allocated in one block: a 32-byte
+    header, the slot index (4 bytes a slot) and two thirds of the slots as 16-byte entries.
+    None for other versions, whose layout differs."""
+    if sys.version_info[:2] not in ((3, 11), (3, 12)):
+        return set()
+    return {32 + 4 * 2**n + 16 * (2 ** (n + 1) // 3) for n in range(16, 26)}
+
+
+def interned_table() -> dict[str, Any]:
+    """The traced blocks the size of the interpreter's table of interned strings (MiB), with
+    where each was allocated. The table holds every interned string (pathlib interns each
+    part of every path, attribute names are interned...) and grows in steps: when it fills,
+    it is rebuilt at twice its size as soon as the strings interned at that moment need it,
+    and it never shrinks. It is a high-water mark of the strings interned at once, not a leak
+    (the strings themselves are counted where they are made). Tracing only sees the table
+    once it is rebuilt after tracing started, so at most one block is found."""
+    if not tracemalloc.is_tracing():
+        return {"interned_table_mib": 0.0, "interned_table_sites": []}
+    sizes = _interned_table_sizes()
+    found = [trace for trace in _snapshot().traces if trace.size in sizes]
+    return {
+        "interned_table_mib": sum(trace.size for trace in found) / 2**20,
+        "interned_table_sites": [
+            f"{trace.size / 1024:.1f} KiB at {trace.traceback[0].filename}:"
+            f"{trace.traceback[0].lineno}"
+            for trace in found
+        ],
+    }
 
 
 def growth(label: str, lines: int = GROWTH_LINES) -> str:
@@ -256,6 +337,9 @@ class ProbeHandler(JupyterHandler):
         if self.get_query_argument("trim", None):
             self.finish(trim())
             return
+        if self.get_query_argument("interned", None):
+            self.finish(interned_table())
+            return
         kind = self.get_query_argument("holders", None)
         if kind is not None:
             self.set_header("Content-Type", "text/plain; charset=utf-8")
@@ -301,7 +385,6 @@ class ProbeHandler(JupyterHandler):
                     # Which threads they are, by name with the numbers masked ("Thread-#").
                     "thread_names": _thread_names(),
                     **_memory(),
-                    **digests(),
                     **rooms(self.serverapp),
                 }
             )

@@ -46,3 +46,36 @@ def test_after_a_mixed_workload_every_count_returns_to_its_baseline() -> None:
     assert max(found["rooms"] for found in during) >= 1
     assert baseline["rooms"] == 0 and after["rooms"] == 0
     assert report.not_returned() == {}, [(k, baseline[k], after[k]) for k in COUNTS]
+
+
+def test_the_probe_counts_objects_without_breaking_what_other_threads_build() -> None:
+    # Counting holds a reference to every object; a tuple that another thread is still
+    # filling (subprocess's list of executables, in every git call) must not see it.
+    import gc
+    import os
+    import threading
+
+    from _soak_probe import _counts, in_a_copy
+
+    failures: list[BaseException] = []
+    done = threading.Event()
+
+    def build() -> None:
+        while not done.is_set():
+            try:
+                tuple(os.path.join(b"/usr/bin", b"git") for _ in range(40))
+            except SystemError as e:
+                failures.append(e)
+
+    builder = threading.Thread(target=build)
+    builder.start()
+    try:
+        counted = []
+        for _ in range(10):  # in place, 39 of 40 such counts broke a tuple
+            gc.collect()
+            counted.append(in_a_copy(_counts))
+    finally:
+        done.set()
+        builder.join()
+    assert failures == []
+    assert all(found["objects"] > 10_000 for found in counted)
