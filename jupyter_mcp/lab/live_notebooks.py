@@ -532,15 +532,19 @@ class LiveNotebooks:
         room_id = rooms.room_id(lab_path)
         with rooms.opening(room_id):
             # The room it opens (its awareness and save tasks) outlives this call.
-            ydoc = await outside_the_call(
-                extension.get_document(
-                    path=lab_path,
-                    content_type="notebook",
-                    file_format="json",
-                    copy=False,
-                    create=create,
+            try:
+                ydoc = await outside_the_call(
+                    extension.get_document(
+                        path=lab_path,
+                        content_type="notebook",
+                        file_format="json",
+                        copy=False,
+                        create=create,
+                    )
                 )
-            )
+            except Exception:
+                await rooms.forget_failed_start(room_id)
+                raise
             if ydoc is None:
                 return None
             self._opened_shared(lab_path, ydoc)

@@ -194,6 +194,29 @@ class AgentRooms:
         except Exception:
             self.log.exception("jupyter_mcp: a collaboration room event was not followed")
 
+    async def forget_failed_start(self, room_id: str) -> None:
+        """Take out the room collaboration left registered when it failed to start it.
+
+        ``get_document`` adds a new room to the websocket server before it initializes it,
+        and when the initialize fails (the file read in the middle of a write, a cell
+        jupyter_ydoc cannot load) it stops the room but leaves it registered. The next
+        ``get_document`` then hands out that stopped room: its document lacks what was
+        written to the file since (in a soak under load, a cell an agent inserted, which the
+        failed call wrote into the file, was "not found" by the next call), nothing saves
+        what is changed in it, and closing it stops it a second time (a KeyError in the file
+        loader's ``unobserve``). Under the room's lock a registered room that is not ready is
+        such a room: every start initializes its room before it lets go of the lock.
+        """
+        async with self._lock(room_id):
+            room = self._room(room_id)
+            if room is not None and _is_document(room) and not getattr(room, "ready", True):
+                self.extension.ywebsocket_server.rooms.pop(room_id, None)
+                self.log.warning(
+                    "jupyter_mcp: the shared document %s failed to start; the next use starts "
+                    "it again from its file",
+                    room_id,
+                )
+
     # -- closing -----------------------------------------------------------------------------
 
     async def _close_later(self, room_id: str, delay: float) -> None:

@@ -397,3 +397,32 @@ async def test_a_closed_rooms_document_is_freed(ok: Any, rooms: Rooms, jp_root_d
         return document() is None
 
     await until(freed, timeout=COMES)
+
+
+async def test_a_room_that_failed_to_start_is_not_handed_out_afterwards(
+    ok: Any, rooms: Rooms, jp_root_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from jupyter_server_ydoc.rooms import DocumentRoom
+
+    path = write_code_notebook(jp_root_dir, "n.ipynb", "x = 1", ids=True)
+    initialize = DocumentRoom.initialize
+    failures = []
+
+    async def fails_once(room: Any) -> None:
+        if not failures:  # as when the file is read in the middle of a write
+            failures.append(room)
+            raise ValueError("the file was cut short")
+        await initialize(room)
+
+    monkeypatch.setattr(DocumentRoom, "initialize", fails_once)
+    # The room fails to start: the agent's cell goes into the file
+    inserted = await ok("insert_notebook_cell", pathInProject="n.ipynb", source="y = 2")
+    assert failures, "the room's start did not fail"
+    assert [c.source for c in _cells(path)] == ["x = 1", "y = 2"]
+    # The next call gets a room started afresh from the file, not the one that failed
+    cell = await ok("get_notebook_cell", pathInProject="n.ipynb", cellId=inserted["cellId"])
+    assert cell["source"] == "y = 2"
+    assert rooms.room("n.ipynb") is not failures[0]
+    assert rooms.room("n.ipynb").ready
+    # It closes as any other, once unused
+    await rooms.closed("n.ipynb")
