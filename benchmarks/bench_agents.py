@@ -47,6 +47,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections import defaultdict
 from collections.abc import Awaitable, Callable
@@ -374,6 +375,27 @@ USER_REQUESTS = {
 
 
 async def the_user(base: str, headers: dict[str, str], stop: asyncio.Event) -> dict[str, list]:
+    """The user's requests (:func:`users_requests`) on an event loop of their own, in a thread,
+    until ``stop``. The user's browser is a process apart from the agents: on this process's
+    loop, shared with every agent's client, the user's answers also waited for that loop
+    (--loop-lag saw it held 986 ms as the agents' clients start), which is no server's time."""
+    flag = threading.Event()
+
+    async def mirror() -> None:
+        await stop.wait()
+        flag.set()
+
+    mirroring = asyncio.create_task(mirror())
+    try:
+        return await asyncio.to_thread(asyncio.run, users_requests(base, headers, flag))
+    finally:
+        flag.set()
+        mirroring.cancel()
+
+
+async def users_requests(
+    base: str, headers: dict[str, str], stop: threading.Event
+) -> dict[str, list]:
     """The user's requests, one after the other, every 0.2 s until ``stop``: milliseconds
     per request (a request that fails counts as an error sample, -1)."""
     samples: dict[str, list[float]] = defaultdict(list)
