@@ -9,9 +9,7 @@ what emits the manager's events, on the loop. So :func:`list_in_one_hop` does th
 ``_dir_model`` that makes hops (the folder's checks and model, its listing, each entry's
 ``lstat`` and the hidden-file and ``should_list`` rules) in one worker hop, with the same
 code, then has the manager's own ``get`` make each entry's model on the loop, in order, as
-Jupyter does: the models and events are the manager's own, whichever ``get`` it has. Those
-gets do not suspend, so the loop is given back every ``ENTRIES_PER_TURN`` entries: a big
-folder's listing does not hold it for all of them at once.
+Jupyter does: the models and events are the manager's own, whichever ``get`` it has.
 
 Only the code it reproduces is replaced: a manager whose class or instance overrides one of
 the methods that run in the worker, or a jupyter_server whose ``_dir_model`` or
@@ -21,7 +19,6 @@ the stock way.
 
 from __future__ import annotations
 
-import asyncio
 import errno
 import functools
 import hashlib
@@ -44,8 +41,6 @@ from .jupyter_contents import install_wrappers
 # The methods that run in the worker hop (or are replaced): the stock ones only. The
 # entries' get (and what it calls) runs on the loop: any manager's own will do.
 _STOCK = ("_dir_model", "_base_model", "_get_os_path", "should_list")
-#: Entries whose models are made in one turn of the event loop before it is given back.
-ENTRIES_PER_TURN = 16
 # sha256 of the source of the methods reproduced below, as of jupyter_server 2.21.1.
 REPRODUCED_DIGEST = "c41327b3c0a39c7c2154ded43f2cfe8b07ba06d22c2aaf755733d9c3ce55098a"
 
@@ -144,13 +139,7 @@ def list_in_one_hop(contents_manager: Any) -> Callable[[], None] | None:
             return await original(path, content=content)
         model, entries = await run_sync(_listing, contents_manager, path)
         model["content"] = contents = []
-        for number, (name, os_path) in enumerate(entries, 1):
-            if number % ENTRIES_PER_TURN == 0:
-                # The entries' gets do not suspend: without a turn given back, a folder's
-                # listing held the loop for all of them at once (the project root of
-                # bench_agents, 120 entries: 25 ms idle, 100-190 ms under load, a late
-                # /api/status for everyone else meanwhile).
-                await asyncio.sleep(0)
+        for name, os_path in entries:
             try:
                 contents.append(await contents_manager.get(path=f"{path}/{name}", content=False))
             except OSError as e:

@@ -183,38 +183,3 @@ def test_the_server_lists_in_one_hop(jp_serverapp: Any) -> None:
 def test_a_jupytext_manager_lists_in_one_hop(tmp_path: Path) -> None:
     # jupytext's manager is the one the server runs where jupytext is installed
     assert list_in_one_hop(_jupytext_class()(root_dir=str(tmp_path))) is not None
-
-
-async def test_a_big_folder_gives_the_loop_back_while_it_is_listed(tmp_path: Path) -> None:
-    # Each entry's get makes no hop: without turns given back, the whole folder was one turn
-    # of the loop, which every other request waited behind.
-    for n in range(5 * folder_listing.ENTRIES_PER_TURN):
-        (tmp_path / f"f{n}.txt").write_text("x")
-    manager = AsyncFileContentsManager(root_dir=str(tmp_path))
-    list_in_one_hop(manager)
-    turns = 0
-    listed = asyncio.Event()
-
-    async def elsewhere() -> None:
-        nonlocal turns
-        while not listed.is_set():
-            turns += 1
-            await asyncio.sleep(0)
-
-    seen: list[int] = []
-    stock_get = manager.get
-
-    async def counting_get(path: str, content: bool = True, **kwargs: Any) -> Any:
-        if not content:
-            seen.append(turns)  # how many turns the other task had when this entry was made
-        return await stock_get(path, content=content, **kwargs)
-
-    manager.get = counting_get  # type: ignore[method-assign]
-    other = asyncio.create_task(elsewhere())
-    model = await manager.get("", content=True)
-    listed.set()
-    await other
-    assert len(model["content"]) == len(seen) == 5 * folder_listing.ENTRIES_PER_TURN
-    # The other task ran between the entries, at least once every ENTRIES_PER_TURN of them
-    slices = len(set(seen))
-    assert slices >= len(seen) // folder_listing.ENTRIES_PER_TURN, seen
