@@ -47,6 +47,7 @@ from ..core.context import (
     current_actor,
     current_principal,
     progress_reporter,
+    sharing_resolutions,
 )
 from ..core.errors import ToolError
 from ..core.registry import CallResult, Registry, Tool
@@ -959,6 +960,13 @@ class MCPSurface:
     ) -> dict[str, Any]:
         """The wire answer of one call: the result window, or the failure as an ``isError``
         result. What a plain ``tools/call`` answers, and what a task keeps as its result."""
+        # Its links name the paths the tool resolved: found again, not resolved again.
+        with sharing_resolutions():
+            return await self._answer_shared(origin, name, arguments)
+
+    async def _answer_shared(
+        self, origin: CallOrigin, name: str, arguments: dict[str, Any]
+    ) -> dict[str, Any]:
         # What a legacy session's call changes while it runs is its own: its subscriptions
         # are not told of it (a task's call runs as long as the task does).
         actor = Actor(origin.session) if origin.session is not None else None
