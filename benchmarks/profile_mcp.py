@@ -24,7 +24,8 @@ ratio, not the totals (``bench_mcp`` gives the unprofiled CPU per call). Worker 
 ``--functions N`` also prints the N functions whose own time per call differs most between the
 surfaces (MCP minus REST), with how often each ran per call: which calls of a layer the gap is.
 
-    .venv/bin/python benchmarks/profile_mcp.py [--calls 2000] [--sessions 10] [--functions 30] [--save PREFIX]
+    .venv/bin/python benchmarks/profile_mcp.py [--calls 2000] [--sessions 10] [--functions 30]
+        [--save PREFIX]
 """
 
 from __future__ import annotations
