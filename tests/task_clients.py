@@ -23,6 +23,7 @@ import mcp_types as types
 from mcp import Client
 from mcp.client.extension import ClaimContext, ClientExtension, ResultClaim
 from mcp.client.streamable_http import streamable_http_client
+from mcp_messages import initialize
 from pydantic import ConfigDict
 
 EXTENSION = "io.modelcontextprotocol/tasks"
@@ -70,16 +71,7 @@ class LegacySession:
     async def open(
         self, *, listen: bool = True, capabilities: dict[str, Any] | None = None
     ) -> LegacySession:
-        body = {
-            "jsonrpc": "2.0",
-            "id": 0,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": LEGACY,
-                "capabilities": capabilities or {},
-                "clientInfo": {"name": "task-test", "version": "0"},
-            },
-        }
+        body = initialize(LEGACY, id=0, client="task-test", capabilities=capabilities)
         response = await self.http.post(self.url, content=json.dumps(body), headers=self.headers)
         assert response.status_code == 200, response.text
         self.session_id = response.headers["mcp-session-id"]

@@ -36,6 +36,7 @@ import pytest
 from local_servers import free_port, restartable_port
 from mcp import Client, MCPError
 from mcp.client.streamable_http import streamable_http_client
+from mcp_messages import INITIALIZED, initialize
 from process_table import processes_with
 from server_process import ServerProcess, server_process
 
@@ -264,21 +265,11 @@ MODERN = "2026-07-28"
 
 async def _open_legacy(http: httpx2.AsyncClient, url: str, headers: dict[str, str]) -> None:
     """Open a legacy session on ``http``: its id and protocol version go into ``headers``."""
-    opening = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": LEGACY,
-            "capabilities": {},
-            "clientInfo": {"name": "leaving", "version": "0"},
-        },
-    }
+    opening = initialize(LEGACY, client="leaving")
     opened = await http.post(url, content=json.dumps(opening), headers=headers)
     headers["Mcp-Session-Id"] = opened.headers["mcp-session-id"]
     headers["MCP-Protocol-Version"] = LEGACY
-    initialized = {"jsonrpc": "2.0", "method": "notifications/initialized"}
-    await http.post(url, content=json.dumps(initialized), headers=headers)
+    await http.post(url, content=json.dumps(INITIALIZED), headers=headers)
 
 
 def _call(number: int, arguments: dict[str, Any], *, modern: bool, progress: bool) -> str:

@@ -14,7 +14,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import signal
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -87,7 +89,8 @@ class ProjectTerminal:
         manager = self.manager
         term = manager.terminals.get(self.name)
         if term is None:
-            manager.create(name=self.name, cwd=str(self.root_dir))
+            with _ctrl_c_reaches_children():
+                manager.create(name=self.name, cwd=str(self.root_dir))
             term = manager.terminals[self.name]
         if term is not self._term:
             # A new terminal (first use, or the user closed the old one): start listening.
@@ -203,6 +206,39 @@ class ProjectTerminal:
             with contextlib.suppress(ValueError):
                 term.clients[:] = [c for c in term.clients if not isinstance(c, _Listener)]
         self._term = None
+
+
+@contextlib.contextmanager
+def _ctrl_c_reaches_children() -> Iterator[None]:
+    """While this holds, processes the server starts get SIGINT and SIGQUIT at their defaults.
+
+    A server started in the background by a shell without job control (a script's
+    ``jupyter lab &``, a service wrapper) has SIGINT and SIGQUIT ignored, as POSIX has such
+    shells do. An ignored signal stays ignored across fork and exec, and no shell may undo it,
+    so the terminal's shell and every command typed into it would ignore the Ctrl-C that a
+    cancelled call, a timeout or the user types (terminado gives no hook into the child).
+    A handler, unlike an ignore, is reset to the default by exec: for the moment the terminal
+    is forked, the server swaps its ignore for a handler that does nothing, which keeps the
+    server deaf to Ctrl-C as it was, then puts the ignore back.
+    """
+    swapped: list[signal.Signals] = []
+    for name in ("SIGINT", "SIGQUIT"):  # Windows has no SIGQUIT, nor this inheritance
+        sig = getattr(signal, name, None)
+        if sig is not None and signal.getsignal(sig) == signal.SIG_IGN:
+            try:
+                signal.signal(sig, _ignored)
+            except ValueError:  # not the main thread: nothing can be changed from here
+                break
+            swapped.append(sig)
+    try:
+        yield
+    finally:
+        for sig in swapped:
+            signal.signal(sig, signal.SIG_IGN)
+
+
+def _ignored(signum: int, frame: Any) -> None:
+    """Ignores a signal while looking, to the kernel, like a handler (see above)."""
 
 
 def _drop_echo(text: str, command: str) -> str:

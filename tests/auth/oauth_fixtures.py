@@ -10,18 +10,10 @@ from pathlib import Path
 from typing import Any
 
 import httpx2
+from mcp_messages import initialize
 
 #: A 2025-11-25 ``initialize``: the first thing a client posts to ``/mcp``.
-INITIALIZE = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-11-25",
-        "capabilities": {},
-        "clientInfo": {"name": "raw", "version": "0"},
-    },
-}
+INITIALIZE = initialize(client="raw")
 
 
 async def post_initialize(

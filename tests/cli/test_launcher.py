@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from mcp_messages import initialize
 
 import jupyter_mcp
 from jupyter_mcp.cli.main import main
@@ -44,16 +45,7 @@ async def test_the_command_starts_a_relay_to_this_server(
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
     )
-    request = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-06-18",
-            "capabilities": {},
-            "clientInfo": {"name": "test", "version": "1"},
-        },
-    }
+    request = initialize("2025-06-18", client="test")
     try:
         assert process.stdin is not None and process.stdout is not None
         process.stdin.write(json.dumps(request).encode() + b"\n")

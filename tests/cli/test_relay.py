@@ -20,10 +20,11 @@ import pytest
 from mcp import Client, StdioServerParameters
 from mcp.shared.exceptions import MCPDeprecationWarning
 from mcp_lists import list_all
+from mcp_messages import INITIALIZED, initialize
+from tool_doubles import add_slow_tool, add_tool
 
 from jupyter_mcp.cli.launcher import relay_launcher
 from jupyter_mcp.core.context import ToolContext
-from jupyter_mcp.core.registry import Tool
 
 # The console script when this environment has it installed, else ``python -m jupyter_mcp.cli``.
 RELAY, *RELAY_ARGS = relay_launcher()
@@ -142,25 +143,14 @@ async def test_relay_refuses_an_unknown_toolset_before_connecting(tmp_path):
 
 @pytest.mark.parametrize("mode", ["legacy", "auto"])
 async def test_relay_relays_progress_and_cancellation(relay_params, errlog, mcp_app, mode):
-    state = {"started": asyncio.Event(), "cancelled": asyncio.Event(), "finished": False}
+    state = add_slow_tool(mcp_app)
 
     def counting(ctx: ToolContext) -> str:
         for step in (1, 2):
             ctx.report_progress(step, 2, f"step {step}")
         return "counted"
 
-    async def slow(ctx: ToolContext) -> str:
-        state["started"].set()
-        try:
-            await asyncio.sleep(30)
-        except asyncio.CancelledError:
-            state["cancelled"].set()
-            raise
-        state["finished"] = True
-        return "finished"
-
-    for name, fn in (("test_counting", counting), ("test_slow", slow)):
-        mcp_app.registry.add(Tool(name=name, description=name, properties={}, fn=fn))
+    add_tool(mcp_app, "test_counting", counting)
     updates: list[tuple[float, float | None, str | None]] = []
 
     async def on_progress(progress: float, total: float | None, message: str | None) -> None:
@@ -170,13 +160,13 @@ async def test_relay_relays_progress_and_cancellation(relay_params, errlog, mcp_
         counted = await client.call_tool("test_counting", {}, progress_callback=on_progress)
         async with anyio.create_task_group() as tg:
             tg.start_soon(client.call_tool, "test_slow", {})
-            await asyncio.wait_for(state["started"].wait(), 10)
+            await asyncio.wait_for(state.started.wait(), 10)
             tg.cancel_scope.cancel()
-        await asyncio.wait_for(state["cancelled"].wait(), 10)
+        await asyncio.wait_for(state.cancelled.wait(), 10)
 
     assert counted.content[0].text == "counted"
     assert updates == [(1, 2, "step 1"), (2, 2, "step 2")]
-    assert state["finished"] is False
+    assert state.finished is False
 
 
 async def test_relay_takes_url_and_token_flags(
@@ -218,16 +208,7 @@ async def test_relay_without_a_running_server_says_so(tmp_path):
 
 
 async def test_relay_reports_an_unreachable_server_as_an_error_answer(tmp_path):
-    request = {
-        "jsonrpc": "2.0",
-        "id": 7,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-06-18",
-            "capabilities": {},
-            "clientInfo": {"name": "t", "version": "0"},
-        },
-    }
+    request = initialize("2025-06-18", id=7, client="t")
     process = await asyncio.create_subprocess_exec(
         RELAY,
         *RELAY_ARGS,
@@ -420,7 +401,7 @@ async def test_relay_passes_tasks_through_both_eras_and_a_server_restart(
                 "clientInfo": {"name": "lines", "version": "0"},
             },
         )
-        relay.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        relay.send(INITIALIZED)
         wait = {"name": "wait", "arguments": {"milliseconds": 1500}, "task": {"ttl": 60000}}
         created = await relay.request("tools/call", wait)
         task_id = created["result"]["task"]["taskId"]
@@ -501,25 +482,6 @@ async def _eventually(check: Any, timeout: float = 30) -> None:
             await asyncio.sleep(0.05)
 
 
-def _slow_tool(mcp_app: Any) -> dict[str, asyncio.Event]:
-    """A tool that runs until cancelled, and says when it started and when it was cancelled."""
-    state = {"started": asyncio.Event(), "cancelled": asyncio.Event()}
-
-    async def slow(ctx: ToolContext) -> str:
-        state["started"].set()
-        try:
-            await asyncio.sleep(300)
-        except asyncio.CancelledError:
-            state["cancelled"].set()
-            raise
-        return "finished"
-
-    mcp_app.registry.add(
-        Tool(name="test_slow_until_cancelled", description="", properties={}, fn=slow)
-    )
-    return state
-
-
 async def _relay_ends(relay: RelayLines, how: str) -> None:
     """End the relay as a client does (stdin closed, or SIGTERM); it exits by itself. The
     bound only stops a hang: before the fix the relay waited 30 s for its open streams."""
@@ -549,7 +511,7 @@ async def test_relay_exits_at_once_when_its_client_goes_with_a_listen_stream_ope
     }
     (jp_root_dir / "watched.txt").write_text("0\n")
     hub = mcp_app.tool_context.services.subscriptions
-    slow = _slow_tool(mcp_app)
+    slow = add_slow_tool(mcp_app, "test_slow_until_cancelled")
     relay = await RelayLines.start(relay_params(), errlog)
     listen = {
         "notifications": {"resourceSubscriptions": ["jupyter-mcp://file/watched.txt"]},
@@ -559,14 +521,14 @@ async def test_relay_exits_at_once_when_its_client_goes_with_a_listen_stream_ope
     await relay.until(lambda m: m.get("method") == "notifications/subscriptions/acknowledged")
     call = {"name": "test_slow_until_cancelled", "arguments": {}, "_meta": meta}
     relay.send({"jsonrpc": "2.0", "id": "c", "method": "tools/call", "params": call})
-    await asyncio.wait_for(slow["started"].wait(), 60)
+    await asyncio.wait_for(slow.started.wait(), 60)
     assert hub.streams == 1 and hub.watched == 1
 
     await _relay_ends(relay, how)
 
     # The server saw the relay go: the stream and its watch are gone, the call cancelled.
     await _eventually(lambda: hub.streams == 0 and hub.watched == 0)
-    await asyncio.wait_for(slow["cancelled"].wait(), 30)
+    await asyncio.wait_for(slow.cancelled.wait(), 30)
 
 
 @pytest.mark.parametrize("how", ["eof", "sigterm"])
@@ -575,7 +537,7 @@ async def test_relay_ends_its_legacy_session_at_once_when_its_client_goes(
 ):
     (jp_root_dir / "watched.txt").write_text("0\n")
     hub = mcp_app.tool_context.services.subscriptions
-    slow = _slow_tool(mcp_app)
+    slow = add_slow_tool(mcp_app, "test_slow_until_cancelled")
     relay = await RelayLines.start(relay_params(), errlog)
     await relay.request(
         "initialize",
@@ -585,7 +547,7 @@ async def test_relay_ends_its_legacy_session_at_once_when_its_client_goes(
             "clientInfo": {"name": "lines", "version": "0"},
         },
     )
-    relay.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    relay.send(INITIALIZED)
     await relay.request("resources/subscribe", {"uri": "jupyter-mcp://file/watched.txt"})
     relay.send(
         {
@@ -595,14 +557,14 @@ async def test_relay_ends_its_legacy_session_at_once_when_its_client_goes(
             "params": {"name": "test_slow_until_cancelled", "arguments": {}},
         }
     )
-    await asyncio.wait_for(slow["started"].wait(), 60)
+    await asyncio.wait_for(slow.started.wait(), 60)
     assert len(hub.sessions()) == 1 and hub.watched == 1
 
     await _relay_ends(relay, how)
 
     # The relay ended its session (and with it the session's GET stream and the call).
     await _eventually(lambda: not hub.sessions() and hub.watched == 0)
-    await asyncio.wait_for(slow["cancelled"].wait(), 30)
+    await asyncio.wait_for(slow.cancelled.wait(), 30)
 
 
 async def test_relay_exits_when_its_client_closed_its_stdout(relay_params, errlog, mcp_app):

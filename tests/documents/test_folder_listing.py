@@ -183,3 +183,42 @@ def test_the_server_lists_in_one_hop(jp_serverapp: Any) -> None:
 def test_a_jupytext_manager_lists_in_one_hop(tmp_path: Path) -> None:
     # jupytext's manager is the one the server runs where jupytext is installed
     assert list_in_one_hop(_jupytext_class()(root_dir=str(tmp_path))) is not None
+
+
+@pytest.mark.parametrize("budget", [0.0, 3600.0], ids=["every entry", "none"])
+async def test_a_big_folder_gives_the_loop_back_while_it_is_listed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, budget: float
+) -> None:
+    # Each entry's get makes no hop: without turns given back, the whole folder was one turn
+    # of the loop, which every other request waited behind. A budget of 0 s gives it back
+    # before each entry but the first; one of an hour never (the entries are the same).
+    monkeypatch.setattr(folder_listing, "TURN_SECONDS", budget)
+    for n in range(40):
+        (tmp_path / f"f{n}.txt").write_text("x")
+    manager = AsyncFileContentsManager(root_dir=str(tmp_path))
+    list_in_one_hop(manager)
+    turns = 0
+    listed = asyncio.Event()
+
+    async def elsewhere() -> None:
+        nonlocal turns
+        while not listed.is_set():
+            turns += 1
+            await asyncio.sleep(0)
+
+    seen: list[int] = []
+    stock_get = manager.get
+
+    async def counting_get(path: str, content: bool = True, **kwargs: Any) -> Any:
+        if not content:
+            seen.append(turns)  # how many turns the other task had when this entry was made
+        return await stock_get(path, content=content, **kwargs)
+
+    manager.get = counting_get  # type: ignore[method-assign]
+    other = asyncio.create_task(elsewhere())
+    model = await manager.get("", content=True)
+    listed.set()
+    await other
+    assert len(model["content"]) == len(seen) == 40
+    # The other task ran between every two entries, or between none
+    assert len(set(seen)) == (40 if budget == 0 else 1), seen

@@ -302,6 +302,39 @@ async def test_terminal_reports_running_command(ok: Any, fails: Any, mcp_app: An
     assert later["output"] == ""
 
 
+@pytest.fixture
+def ctrl_c_ignored() -> Any:
+    """The server process with SIGINT and SIGQUIT ignored, as a shell without job control
+    starts a background job (a script's ``jupyter lab &``)."""
+    before = {sig: signal.signal(sig, signal.SIG_IGN) for sig in (signal.SIGINT, signal.SIGQUIT)}
+    yield
+    for sig, handler in before.items():
+        signal.signal(sig, handler)
+
+
+async def test_a_cancel_stops_the_terminal_command_of_a_server_that_ignores_ctrl_c(
+    ctrl_c_ignored: Any, mcp_app: Any
+) -> None:
+    marker = f"{700 + uuid.uuid4().int % 1000}.{uuid.uuid4().int % 10**6}"
+    ctx = mcp_app.tool_context
+    call = asyncio.create_task(
+        terminal_tools.execute_terminal_command(
+            ctx, command=f"sleep {marker}", waitForOutput=True, timeout=300000
+        )
+    )
+    deadline = time.monotonic() + 30
+    while not processes_with(f"sleep {marker}") and time.monotonic() < deadline:
+        await asyncio.sleep(0.05)
+    assert processes_with(f"sleep {marker}")
+    call.cancel()  # the terminal types Ctrl-C for it
+    with pytest.raises(asyncio.CancelledError):
+        await call
+    assert await _until_gone(f"sleep {marker}", seconds=15) == []
+    # The server itself still ignores Ctrl-C, as it was started.
+    assert signal.getsignal(signal.SIGINT) == signal.SIG_IGN
+    assert signal.getsignal(signal.SIGQUIT) == signal.SIG_IGN
+
+
 async def test_os_specific_command_runs_in_the_terminal(ok: Any, jp_root_dir: Path) -> None:
     result = await ok(
         "execute_os_specific_command",

@@ -29,6 +29,7 @@ from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp_lists import list_all
+from mcp_messages import initialize
 
 from jupyter_mcp.cli.launcher import relay_launcher
 
@@ -128,19 +129,11 @@ async def test_alices_token_is_refused_on_bobs_server(hub: Hub) -> None:
     before = snapshot(bob)
     token = hub.tokens["alice"]
     base = hub.server_url("bob")
-    initialize = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-11-25",
-            "capabilities": {},
-            "clientInfo": {"name": "test", "version": "0"},
-        },
-    }
     accept = {"Accept": "application/json, text/event-stream"}
     answers = [
-        request(f"{base}mcp", method="POST", token=token, body=initialize, headers=accept),
+        request(
+            f"{base}mcp", method="POST", token=token, body=initialize(client="test"), headers=accept
+        ),
         request(
             f"{base}mcp/get_file_text_by_path",
             method="POST",

@@ -33,6 +33,7 @@ import nbformat
 import pytest
 from chromium import CHROMIUM, CHROMIUM_ARGS, require_chromium, skip_or_fail
 from local_servers import free_port
+from mcp_messages import INITIALIZED, initialize
 from server_configs import COLLABORATION_EXTENSIONS
 
 pytestmark = pytest.mark.browser
@@ -1098,20 +1099,9 @@ def start_task(lab: Lab, tool: str, arguments: dict[str, Any]) -> str:
                 text = text.split("data:", 1)[1].split("\n\n", 1)[0]
             return response.headers, json.loads(text) if text.strip() else None
 
-    opened, _ = post(
-        {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": "2025-11-25",
-                "capabilities": {},
-                "clientInfo": {"name": "browser-test", "version": "0"},
-            },
-        }
-    )
+    opened, _ = post(initialize(client="browser-test"))
     headers["Mcp-Session-Id"] = opened["Mcp-Session-Id"]
-    post({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    post(INITIALIZED)
     _, created = post(
         {
             "jsonrpc": "2.0",
@@ -1272,16 +1262,7 @@ async def _oauth_grant(lab: Lab) -> str:
 async def _mcp_tools_list(http: Any, lab: Lab, access_token: str) -> Any:
     return await http.post(
         f"{lab.url}mcp",
-        json={
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": "2025-11-25",
-                "capabilities": {},
-                "clientInfo": {"name": "panel-test", "version": "0"},
-            },
-        },
+        json=initialize(client="panel-test"),
         headers={"Authorization": f"Bearer {access_token}", "Accept": "application/json"},
     )
 

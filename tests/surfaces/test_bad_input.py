@@ -38,6 +38,7 @@ import nbformat
 import pytest
 from mcp import Client, MCPError
 from mcp.client.streamable_http import streamable_http_client
+from mcp_messages import INITIALIZED, initialize
 
 from jupyter_mcp.tools import builtin_tools
 
@@ -751,16 +752,7 @@ async def test_standard_mcp_raw_bad_bodies(
         "Content-Type": "application/json",
         "Accept": "application/json",
     }
-    initialize = {
-        "jsonrpc": "2.0",
-        "id": 0,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-11-25",
-            "capabilities": {},
-            "clientInfo": {"name": "bad-input", "version": "0"},
-        },
-    }
+    opening = initialize(id=0, client="bad-input")
 
     def call(arguments: str) -> bytes:
         return (
@@ -788,14 +780,13 @@ async def test_standard_mcp_raw_bad_bodies(
     }
     before = project.snapshot()
     async with httpx2.AsyncClient(headers=headers, timeout=TIME_LIMIT_S * 4) as http:
-        opened = await http.post(url, content=json.dumps(initialize))
+        opened = await http.post(url, content=json.dumps(opening))
         assert opened.status_code == 200, opened.text
         session = {
             "Mcp-Session-Id": opened.headers["mcp-session-id"],
             "MCP-Protocol-Version": "2025-11-25",
         }
-        initialized = {"jsonrpc": "2.0", "method": "notifications/initialized"}
-        await http.post(url, content=json.dumps(initialized), headers=session)
+        await http.post(url, content=json.dumps(INITIALIZED), headers=session)
         problems = []
         for label, body in bodies.items():
             started = time.perf_counter()

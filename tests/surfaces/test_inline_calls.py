@@ -16,10 +16,11 @@ from typing import Any
 
 import httpx2
 import pytest
+from mcp_messages import INITIALIZED, initialize
 from server_configs import server_config
+from tool_doubles import add_slow_tool, add_tool
 
 from jupyter_mcp.core.context import ToolContext
-from jupyter_mcp.core.registry import Tool
 from jupyter_mcp.surfaces import inline_calls
 from jupyter_mcp.surfaces.inline_calls import InlineCalls
 
@@ -29,22 +30,7 @@ pytestmark = pytest.mark.skipif(
 
 INLINE = [True, False]
 
-INITIALIZE = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-11-25",
-        "capabilities": {},
-        "clientInfo": {"name": "raw-http", "version": "0"},
-    },
-}
-
-
-def add_tool(app: Any, name: str, fn: Any) -> None:
-    app.registry.add(
-        Tool(name=name, description=f"test tool {name}", properties={}, fn=fn, read_only=True)
-    )
+INITIALIZE = initialize()
 
 
 def call(number: int, name: str, arguments: Any = None, **meta: Any) -> dict[str, Any]:
@@ -101,7 +87,7 @@ def session(mcp_url: str, token: str, surface: Any):  # type: ignore[no-untyped-
             headers["Mcp-Session-Id"] = opened.headers["mcp-session-id"]
             headers["MCP-Protocol-Version"] = "2025-11-25"
             live = Session(http, mcp_url, headers)
-            await live.post({"jsonrpc": "2.0", "method": "notifications/initialized"})
+            await live.post(INITIALIZED)
             if surface.inline_calls and headers["Mcp-Session-Id"] not in surface._inline:
                 pytest.skip("the SDK's session objects are not laid out as inline_calls knows")
             yield live
@@ -118,7 +104,7 @@ async def test_answers_and_errors_are_the_sdks(
     def broken(ctx: ToolContext) -> str:
         raise RuntimeError("a bug in the tool")
 
-    add_tool(mcp_app, "test_broken", broken)
+    add_tool(mcp_app, "test_broken", broken, read_only=True)
     (jp_root_dir / "a.txt").write_text("alpha\n")
     sent = [
         call(2, "get_file_text_by_path", {"pathInProject": "a.txt"}),
@@ -167,38 +153,22 @@ async def test_a_call_that_asked_for_progress_is_not_inline(
     assert ran_inline == []
 
 
-def slow_tool(mcp_app: Any) -> dict[str, Any]:
-    state: dict[str, Any] = {"started": asyncio.Event(), "cancelled": asyncio.Event()}
-
-    async def slow(ctx: ToolContext) -> str:
-        state["started"].set()
-        try:
-            await asyncio.sleep(30)
-        except asyncio.CancelledError:
-            state["cancelled"].set()
-            raise
-        return "finished"
-
-    add_tool(mcp_app, "test_slow", slow)
-    return state
-
-
 @pytest.mark.parametrize("inline", INLINE)
 async def test_a_cancelled_notification_stops_the_call(
     surface, session, mcp_app, ran_inline, monkeypatch, inline
 ):
     monkeypatch.setattr(surface, "inline_calls", inline)
-    state = slow_tool(mcp_app)
+    state = add_slow_tool(mcp_app, read_only=True)
     async with session() as live:
         running = asyncio.ensure_future(live.post(call(2, "test_slow")))
-        await asyncio.wait_for(state["started"].wait(), 10)
+        await asyncio.wait_for(state.started.wait(), 10)
         cancel = {
             "jsonrpc": "2.0",
             "method": "notifications/cancelled",
             "params": {"requestId": 2, "reason": "changed my mind"},
         }
         accepted = await live.post(cancel)
-        await asyncio.wait_for(state["cancelled"].wait(), 10)
+        await asyncio.wait_for(state.cancelled.wait(), 10)
         answer = await asyncio.wait_for(running, 10)
         after = await live.post(call(3, "no_such_tool"))  # the session goes on
 
@@ -217,16 +187,16 @@ async def test_a_client_that_leaves_stops_its_call(
     surface, mcp_url, token, session, mcp_app, ran_inline, monkeypatch, inline
 ):
     monkeypatch.setattr(surface, "inline_calls", inline)
-    state = slow_tool(mcp_app)
+    state = add_slow_tool(mcp_app, read_only=True)
     async with session() as live:
         # The call on a connection of its own, closed while the call runs.
         async with httpx2.AsyncClient(timeout=20) as other:
             running = asyncio.ensure_future(
                 other.post(live.url, content=json.dumps(call(2, "test_slow")), headers=live.headers)
             )
-            await asyncio.wait_for(state["started"].wait(), 10)
+            await asyncio.wait_for(state.started.wait(), 10)
             running.cancel()
-        await asyncio.wait_for(state["cancelled"].wait(), 10)
+        await asyncio.wait_for(state.cancelled.wait(), 10)
         after = await live.post(call(3, "no_such_tool"))
 
     assert after.json()["error"]["code"] == -32602
@@ -240,13 +210,13 @@ async def test_the_sessions_end_stops_its_calls(
     """A DELETE while a call runs: the call is stopped (the SDK cancels its dispatcher's tasks,
     and the inline ones with them) and its POST gets the SDK's answer for a session ended."""
     monkeypatch.setattr(surface, "inline_calls", inline)
-    state = slow_tool(mcp_app)
+    state = add_slow_tool(mcp_app, read_only=True)
     async with session() as live:
         running = asyncio.ensure_future(live.post(call(2, "test_slow")))
-        await asyncio.wait_for(state["started"].wait(), 10)
+        await asyncio.wait_for(state.started.wait(), 10)
         session_id = live.headers["Mcp-Session-Id"]
         ended = await live.http.delete(live.url, headers=live.headers)
-        await asyncio.wait_for(state["cancelled"].wait(), 10)
+        await asyncio.wait_for(state.cancelled.wait(), 10)
         answer = await asyncio.wait_for(running, 10)
     for _ in range(200):  # what answered its calls inline is let go with the session
         if session_id not in surface._inline:
@@ -291,7 +261,7 @@ async def test_a_call_in_flight_holds_its_session_past_the_idle_timeout(
         await asyncio.sleep(7)  # well past the idle timeout
         return "done"
 
-    add_tool(mcp_app, "test_longer", longer)
+    add_tool(mcp_app, "test_longer", longer, read_only=True)
     async with session() as live:
         answer = await live.post(call(2, "test_longer"))
         after = await live.post(call(3, "no_such_tool"))

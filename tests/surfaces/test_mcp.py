@@ -18,18 +18,14 @@ import httpx2
 import pytest
 from mcp import MCPError
 from mcp_lists import list_all
+from mcp_messages import INITIALIZED, initialize
+from tool_doubles import add_slow_tool, add_tool
 
 from jupyter_mcp.core.context import ToolContext
 from jupyter_mcp.core.registry import Tool
 from jupyter_mcp.surfaces.asgi import StreamableHTTPHandler
 
 MODES = ["legacy", "auto"]
-
-
-def add_tool(app: Any, name: str, fn: Any, **flags: Any) -> None:
-    app.registry.add(
-        Tool(name=name, description=f"test tool {name}", properties={}, fn=fn, **flags)
-    )
 
 
 # --- handshake, discovery ---------------------------------------------------------------
@@ -309,29 +305,17 @@ async def test_tool_log_lines_reach_a_client_that_asked_for_them(connect, mcp_ap
 
 @pytest.mark.parametrize("mode", MODES)
 async def test_cancelling_a_call_stops_the_work(connect, mcp_app, mode):
-    state = {"started": asyncio.Event(), "cancelled": asyncio.Event(), "finished": False}
-
-    async def slow(ctx: ToolContext) -> str:
-        state["started"].set()
-        try:
-            await asyncio.sleep(30)
-        except asyncio.CancelledError:
-            state["cancelled"].set()
-            raise
-        state["finished"] = True
-        return "finished"
-
-    add_tool(mcp_app, "test_slow", slow, read_only=True)
+    state = add_slow_tool(mcp_app, read_only=True)
     async with connect(mode) as client:
         async with anyio.create_task_group() as tg:
             tg.start_soon(client.call_tool, "test_slow", {})
-            await asyncio.wait_for(state["started"].wait(), 10)
+            await asyncio.wait_for(state.started.wait(), 10)
             tg.cancel_scope.cancel()
-        await asyncio.wait_for(state["cancelled"].wait(), 10)
+        await asyncio.wait_for(state.cancelled.wait(), 10)
         # The session still serves calls afterwards.
         tools = await list_all(client)
 
-    assert state["finished"] is False
+    assert state.finished is False
     assert "test_slow" in [t.name for t in tools]
 
 
@@ -398,16 +382,7 @@ async def test_tools_list_changed_reaches_a_modern_listen_stream(connect, mcp_ap
 
 # --- HTTP layer: auth, origin, Accept, sessions -----------------------------------------
 
-INITIALIZE = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-06-18",
-        "capabilities": {},
-        "clientInfo": {"name": "raw-http", "version": "0"},
-    },
-}
+INITIALIZE = initialize("2025-06-18")
 
 
 async def post(url: str, body: Any, headers: dict[str, str]) -> httpx2.Response:
@@ -484,8 +459,7 @@ async def test_legacy_session_lifecycle_over_raw_http(mcp_url, token):
             "Mcp-Session-Id": session,
             "MCP-Protocol-Version": "2025-06-18",
         }
-        initialized = {"jsonrpc": "2.0", "method": "notifications/initialized"}
-        accepted = await http.post(mcp_url, content=json.dumps(initialized), headers=in_session)
+        accepted = await http.post(mcp_url, content=json.dumps(INITIALIZED), headers=in_session)
         async with http.stream(
             "GET", mcp_url, headers={**in_session, "Accept": "text/event-stream"}
         ) as stream:
@@ -538,8 +512,7 @@ async def test_legacy_calls_stream_only_when_they_have_something_to_stream(
         opened = await http.post(mcp_url, content=json.dumps(INITIALIZE), headers=headers)
         headers["Mcp-Session-Id"] = opened.headers["mcp-session-id"]
         headers["MCP-Protocol-Version"] = "2025-06-18"
-        initialized = {"jsonrpc": "2.0", "method": "notifications/initialized"}
-        await http.post(mcp_url, content=json.dumps(initialized), headers=headers)
+        await http.post(mcp_url, content=json.dumps(INITIALIZED), headers=headers)
         # A plain call has nothing to stream: one JSON body
         plain = await http.post(
             mcp_url,
@@ -598,8 +571,7 @@ async def test_an_answered_request_is_freed_without_a_garbage_collection(
         opened = await http.post(mcp_url, content=json.dumps(INITIALIZE), headers=headers)
         headers["Mcp-Session-Id"] = opened.headers["mcp-session-id"]
         headers["MCP-Protocol-Version"] = "2025-11-25"
-        initialized = {"jsonrpc": "2.0", "method": "notifications/initialized"}
-        await http.post(mcp_url, content=json.dumps(initialized), headers=headers)
+        await http.post(mcp_url, content=json.dumps(INITIALIZED), headers=headers)
         gc.collect()
         gc.disable()
         try:

@@ -20,6 +20,7 @@ import httpx2
 import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
+from mcp_messages import initialize
 from tornado.httpclient import HTTPClientError
 
 from jupyter_mcp.core.toolsets import TOOLSETS
@@ -150,19 +151,11 @@ async def test_an_unknown_set_is_a_400_naming_it_on_every_surface(jp_fetch, mcp_
         "Content-Type": "application/json",
         "Accept": "application/json, text/event-stream",
     }
-    initialize = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-06-18",
-            "capabilities": {},
-            "clientInfo": {"name": "t", "version": "0"},
-        },
-    }
     async with httpx2.AsyncClient() as http:
         answer = await http.post(
-            mcp_url + "?toolsets=nope", content=json.dumps(initialize), headers=headers
+            mcp_url + "?toolsets=nope",
+            content=json.dumps(initialize("2025-06-18")),
+            headers=headers,
         )
     assert answer.status_code == 400
     assert "Unknown tool set 'nope'" in answer.json()["error"]["message"]
