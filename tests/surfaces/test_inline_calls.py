@@ -327,7 +327,7 @@ def tasks_run_in(mcp_app: Any) -> list[str]:
         seen.append(getattr(task.get_coro(), "__qualname__", "") if task else "")
         return "here"
 
-    add_tool(mcp_app, "test_where", where)
+    add_tool(mcp_app, "test_where", where, read_only=True)
     return seen
 
 
@@ -344,7 +344,7 @@ async def test_modern_answers_and_errors_are_the_sdks(
     def broken(ctx: ToolContext) -> str:
         raise RuntimeError("a bug in the tool")
 
-    add_tool(mcp_app, "test_broken", broken)
+    add_tool(mcp_app, "test_broken", broken, read_only=True)
     (jp_root_dir / "a.txt").write_text("alpha\n")
     no_meta = call(8, "get_file_text_by_path", {"pathInProject": "a.txt"})
     sent: list[tuple[dict[str, Any], dict[str, str]]] = [
@@ -397,12 +397,12 @@ async def test_a_modern_client_that_leaves_stops_its_call(
     surface, modern, mcp_app, monkeypatch, inline
 ):
     monkeypatch.setattr(surface, "inline_calls", inline)
-    state = slow_tool(mcp_app)
+    state = add_slow_tool(mcp_app, read_only=True)
     async with modern() as post:
         running = asyncio.ensure_future(post(modern_call(2, "test_slow")))
-        await asyncio.wait_for(state["started"].wait(), 10)
+        await asyncio.wait_for(state.started.wait(), 10)
         running.cancel()  # the connection closes under the call
-        await asyncio.wait_for(state["cancelled"].wait(), 10)
+        await asyncio.wait_for(state.cancelled.wait(), 10)
 
 
 @pytest.mark.parametrize("inline", INLINE)
@@ -423,7 +423,7 @@ async def test_a_silent_modern_call_gets_the_sdks_pings(
         await release.wait()
         return "released"
 
-    add_tool(mcp_app, "test_waits", waits)
+    add_tool(mcp_app, "test_waits", waits, read_only=True)
     async with modern() as post:
         sent = modern_call(2, "test_waits")
         async with post.http.stream(
