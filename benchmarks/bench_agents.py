@@ -34,7 +34,13 @@ run goes. The figures are wall-clock on whatever machine runs this: on a shared,
 they are noisy, so compare the rows of one run with each other.
 
     .venv/bin/python benchmarks/bench_agents.py [--cell-agents 20] [--cells 50] [--other-agents 30]
-        [--no-window] [--no-collaboration]
+        [--no-window] [--no-collaboration] [--loop-lag]
+
+With ``--loop-lag`` it also prints what held the server's event loop whenever it was over
+50 ms late, idle and under load, and this process's loop under load (``_loop_lag``): the
+stack line charged, jupyter_mcp's or the library's, and how late the loop's beats ran. The
+user's scripted requests run on a loop of their own (a thread), so that their figures are
+the server's and not the agents' clients'.
 """
 
 from __future__ import annotations
