@@ -8,7 +8,9 @@ what a leak of sessions or calls leaves); with ``SOAK_TRACEMALLOC=1`` in the ser
 environment, the Python heap that ``tracemalloc`` traces (MiB; tracing starts as the probe
 loads). ``GET {base_url}soak-probe?stacks=1`` answers, as text, where each of them is: every
 asyncio task's stack and every thread's (what a benchmark dumps when a call of its goes
-unanswered); ``?holders=KIND`` what holds each live SDK session or handler.
+unanswered); ``?holders=KIND`` what holds each live SDK session or handler. With
+``SOAK_LOOP_LAG=1`` in the server's environment, ``?lag=1`` answers, as text, what held the
+event loop whenever it was late (``_loop_lag``), and ``?lag=reset`` starts that count afresh.
 ``?trim=1`` answers the resident memory before and after glibc's ``malloc_trim(0)`` (what the
 allocator holds free but has not given back, which is no leak), and what malloc still has
 handed out; ``?interned=1`` the interpreter's table of interned strings, where tracemalloc
@@ -47,15 +49,19 @@ from pathlib import Path
 from typing import Any
 
 import anyio.to_thread
+from _loop_lag import LagMonitor
 from jupyter_client.session import Session
 from jupyter_server.base.handlers import JupyterHandler
 from jupyter_server.utils import url_path_join
 from mcp.server.session import ServerSession
 from tornado import web
+from tornado.ioloop import IOLoop
 
 from jupyter_mcp.core import context as core_context
 from jupyter_mcp.lab.live_notebooks import collaboration
 
+#: The event loop's watchdog (``SOAK_LOOP_LAG=1``), or None.
+_LAG: LagMonitor | None = None
 #: Where ``?snapshot=`` keeps its snapshots (one file per label).
 _SNAPSHOTS = Path(tempfile.mkdtemp(prefix="soak-probe-"))
 #: Growth lines ``?growth=`` answers.
@@ -328,6 +334,17 @@ class ProbeHandler(JupyterHandler):
             self.set_header("Content-Type", "text/plain; charset=utf-8")
             self.finish(stacks(loop))
             return
+        lag = self.get_query_argument("lag", None)
+        if lag is not None:
+            self.set_header("Content-Type", "text/plain; charset=utf-8")
+            if _LAG is None:
+                self.finish("the loop is not watched (SOAK_LOOP_LAG=1 starts the watchdog)\n")
+            elif lag == "reset":
+                _LAG.reset()
+                self.finish("reset\n")
+            else:
+                self.finish(_LAG.report())
+            return
         label = self.get_query_argument("snapshot", None)
         if label is not None:
             if tracemalloc.is_tracing():
@@ -450,6 +467,10 @@ def _load_jupyter_server_extension(serverapp: Any) -> None:
         # SOAK_TRACEMALLOC_FRAMES=N keeps N frames of each allocation: ?growth= then also
         # answers who called the sites that grew most.
         tracemalloc.start(int(os.environ.get("SOAK_TRACEMALLOC_FRAMES", "1")))
+    if os.environ.get("SOAK_LOOP_LAG") == "1":
+        global _LAG
+        # The loop the server will run (not yet running as extensions load).
+        _LAG = LagMonitor(IOLoop.current().asyncio_loop)  # type: ignore[attr-defined]
     pattern = url_path_join(serverapp.web_app.settings["base_url"], "soak-probe")
     serverapp.web_app.add_handlers(".*$", [(pattern, ProbeHandler)])
 

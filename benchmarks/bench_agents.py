@@ -34,7 +34,13 @@ run goes. The figures are wall-clock on whatever machine runs this: on a shared,
 they are noisy, so compare the rows of one run with each other.
 
     .venv/bin/python benchmarks/bench_agents.py [--cell-agents 20] [--cells 50] [--other-agents 30]
-        [--no-window] [--no-collaboration]
+        [--no-window] [--no-collaboration] [--loop-lag]
+
+With ``--loop-lag`` it also prints what held the server's event loop whenever it was over
+50 ms late, idle and under load, and this process's loop under load (``_loop_lag``): the
+stack line charged, jupyter_mcp's or the library's, and how late the loop's beats ran. The
+user's scripted requests run on a loop of their own (a thread), so that their figures are
+the server's and not the agents' clients'.
 """
 
 from __future__ import annotations
@@ -47,6 +53,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections import defaultdict
 from collections.abc import Awaitable, Callable
@@ -62,6 +69,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 sys.path.insert(0, str(Path(__file__).parent))
+from _loop_lag import LagMonitor  # noqa: E402
 from _server import jupyter_server  # noqa: E402
 from _soak_probe import stacks  # noqa: E402
 from bench_mcp import percentile  # noqa: E402
@@ -147,6 +155,9 @@ class Tally:
         self.under_way: dict[int, tuple[str, str, float]] = {}
         #: Agents whose client ended with an error (the SDK's transport failing, say).
         self.stopped: list[str] = []
+        #: What held the server's event loop when it was late, idle and over the load
+        #: (``--loop-lag``; the probe's text), else empty.
+        self.lag: dict[str, str] = {}
         #: CPU seconds by whom over the load (see :func:`cpu_use`).
         self.cpu: dict[str, float] = {}
         self._numbers = itertools.count()
@@ -251,6 +262,16 @@ def dumper(
         print(f"under way for long: {calls}; stacks in {path}", file=sys.stderr)
 
     return dump
+
+
+async def lag_report(base: str, headers: dict[str, str], reset: bool = False) -> str:
+    """What held the server's event loop so far (the probe's watchdog); with ``reset``, its
+    count starts afresh."""
+    async with httpx2.AsyncClient(headers=headers, timeout=120) as http:
+        text = (await http.get(f"{base}/soak-probe", params={"lag": "1"})).text
+        if reset:
+            await http.get(f"{base}/soak-probe", params={"lag": "reset"})
+    return text
 
 
 def leaves(e: BaseException) -> list[str]:
@@ -360,6 +381,27 @@ USER_REQUESTS = {
 
 
 async def the_user(base: str, headers: dict[str, str], stop: asyncio.Event) -> dict[str, list]:
+    """The user's requests (:func:`users_requests`) on an event loop of their own, in a thread,
+    until ``stop``. The user's browser is a process apart from the agents: on this process's
+    loop, shared with every agent's client, the user's answers also waited for that loop
+    (--loop-lag saw it held 986 ms as the agents' clients start), which is no server's time."""
+    flag = threading.Event()
+
+    async def mirror() -> None:
+        await stop.wait()
+        flag.set()
+
+    mirroring = asyncio.create_task(mirror())
+    try:
+        return await asyncio.to_thread(asyncio.run, users_requests(base, headers, flag))
+    finally:
+        flag.set()
+        mirroring.cancel()
+
+
+async def users_requests(
+    base: str, headers: dict[str, str], stop: threading.Event
+) -> dict[str, list]:
     """The user's requests, one after the other, every 0.2 s until ``stop``: milliseconds
     per request (a request that fails counts as an error sample, -1)."""
     samples: dict[str, list[float]] = defaultdict(list)
@@ -522,6 +564,11 @@ async def loaded(
 ) -> tuple[Tally, list[str], dict[str, list], float]:
     url = base + "/mcp"
     tally, misplaced = Tally(), []
+    if args.loop_lag:
+        tally.lag["the server's, idle"] = await lag_report(base, headers, reset=True)
+        # This process's loop too: every client and the user's requests share it, and a
+        # late answer of the user's can be late here as much as in the server.
+        clients = LagMonitor(asyncio.get_running_loop())
     done, stop_user = asyncio.Event(), asyncio.Event()
     user = asyncio.create_task(the_user(base, headers, stop_user))
     at_window = None if window is None else asyncio.create_task(window.use("load", stop_user))
@@ -546,6 +593,10 @@ async def loaded(
     elapsed = time.perf_counter() - started
     done.set()
     await asyncio.gather(*others)
+    if args.loop_lag:
+        tally.lag["the server's, load"] = await lag_report(base, headers)
+        clients.stop()
+        tally.lag["the clients' loop, load"] = clients.report(lines=8)
     # Kernels started during the load count from zero: all of theirs is the load's.
     tally.cpu = {k: v - cpu_before[k] for k, v in cpu_use(server_pid).items()}
     stop_user.set()
@@ -666,6 +717,12 @@ def options() -> argparse.ArgumentParser:
         help="seconds after which a call under way has the stacks of the server's tasks and "
         "threads and of this process's written to a file (said on stderr)",
     )
+    parser.add_argument(
+        "--loop-lag",
+        action="store_true",
+        help="watch the server's event loop and print what held it whenever it was over 50 ms "
+        "late, idle and under load (the stack line: jupyter_mcp's, or the library's)",
+    )
     parser.add_argument("--dumps", help="the folder of those files (default: a fresh one)")
     parser.add_argument(
         "--no-window",
@@ -736,6 +793,8 @@ def run(argv: list[str] | None = None) -> Outcome:
         here = str(Path(__file__).parent)
         paths = (here, os.environ.get("PYTHONPATH", ""))
         env = {"PYTHONPATH": os.pathsep.join(p for p in paths if p)}
+        if args.loop_lag:
+            env["SOAK_LOOP_LAG"] = "1"
         with jupyter_server(root, env=env, extensions={**off, "_soak_probe": True}) as server:
             time.sleep(args.settle)  # the warm start (workers, the project's index) first
             quiet, tally, misplaced, busy, elapsed, window = asyncio.run(
@@ -823,6 +882,9 @@ def report(outcome: Outcome) -> None:
         + shown
     ):
         print("  ", message)
+    for phase, text in tally.lag.items():
+        print(f"\nwhat held the event loop ({phase}):")
+        print(text, end="")
     if outcome.server_errors:
         print(f"the server logged {len(outcome.server_errors)} errors; the first ones:")
         for entry in outcome.server_errors[:3]:

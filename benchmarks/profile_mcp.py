@@ -25,6 +25,7 @@ ratio, not the totals (``bench_mcp`` gives the unprofiled CPU per call). Worker 
 surfaces (MCP minus REST), with how often each ran per call: which calls of a layer the gap is.
 
     .venv/bin/python benchmarks/profile_mcp.py [--calls 2000] [--sessions 10] [--functions 30]
+        [--save PREFIX]
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ import os
 import pstats
 import re
 import secrets
+import shutil
 import signal
 import subprocess
 import sys
@@ -161,6 +163,12 @@ def main() -> None:
         default=[],
         help="a jupyter server option, e.g. --server-option=--JupyterMCP.inline_calls=False",
     )
+    parser.add_argument(
+        "--save",
+        default=None,
+        help="also keep each surface's profile as SAVE-MCP.prof / SAVE-REST.prof (for pstats: "
+        "cumulative times, callers)",
+    )
     args = parser.parse_args()
     per_session = max(1, args.calls // args.sessions)
     calls = per_session * args.sessions
@@ -207,6 +215,8 @@ def main() -> None:
             for kind in ("MCP", "REST"):
                 asyncio.run(load(kind, server, name, args.sessions, per_session))
                 results[kind] = by_layer(str(out))
+                if args.save:
+                    shutil.copyfile(out, f"{args.save}-{kind}.prof")
                 functions[kind] = by_function(str(out))
         finally:
             _stop(proc)

@@ -233,10 +233,12 @@ class JupyterMCP(ExtensionApp):
         True,
         config=True,
         help=(
-            "Run a standard MCP tool call of a session (protocol revisions before 2026-07-28) "
-            "that streams nothing in the request that carries it, rather than hand it to the "
-            "MCP SDK's per-session dispatcher task and back; the answers are the same. False "
-            "sends every call the SDK's way."
+            "Run a standard MCP tool call that streams nothing in the request that carries "
+            "it: in a session (protocol revisions before 2026-07-28), rather than hand it to "
+            "the MCP SDK's per-session dispatcher task and back; at 2026-07-28, as one JSON "
+            "answer rather than on the SDK's deferred event stream and its tasks (stopped "
+            "when the client leaves, and pinged as the SDK pings when it runs long). The "
+            "answers are the same. False sends every call the SDK's way."
         ),
     )
 

@@ -86,7 +86,7 @@ def _project_path(scope: Scope, path: Any, *, file: bool) -> str | None:
     if not isinstance(path, str) or not path:
         return None
     try:
-        real = scope.ctx.resolve(path)
+        real = scope.ctx.resolved_in_call(path)
     except ToolError:
         return None
     if file and not real.is_file():

@@ -19,10 +19,12 @@ import asyncio
 import functools
 import json
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, cast
 
+import anyio
 from jupyter_server.auth.decorator import authorized
 from jupyter_server.base.handlers import APIHandler
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from tornado import web
 from tornado.iostream import StreamClosedError
 
@@ -40,6 +42,32 @@ _NOT_PASSED = frozenset({"Origin", "Accept"})
 
 # Hop-by-hop or length headers that Tornado sets itself.
 _SKIPPED_HEADERS = {"content-length", "transfer-encoding", "connection"}
+
+try:  # the SDK's own figures for a 2026-07-28 event stream (private: else its documented ones)
+    from mcp.server._streamable_http_modern import _SSE_HEADERS as _SDK_SSE_HEADERS
+
+    _SSE_HEADERS = [
+        (k.decode("latin-1"), v.decode("latin-1"))
+        for k, v in _SDK_SSE_HEADERS
+        if k.decode("latin-1").lower() not in _SKIPPED_HEADERS
+    ]
+except ImportError:  # pragma: no cover - another SDK layout
+    _SSE_HEADERS = [
+        ("Content-Type", "text/event-stream"),
+        ("Cache-Control", "no-cache, no-transform"),
+        ("X-Accel-Buffering", "no"),
+    ]
+
+
+def modern_ping_interval() -> float:
+    """Seconds a 2026-07-28 call may run silent before the SDK starts its event stream and
+    pings it (its private figure, read per request; 15 s, its documented one, without it)."""
+    try:
+        from mcp.server import _streamable_http_modern
+    except ImportError:  # pragma: no cover - another SDK layout
+        return 15.0
+    value = getattr(_streamable_http_modern, "_SSE_PING_INTERVAL", 15.0)
+    return float(value) if isinstance(value, int | float) else 15.0
 
 
 def accepts(accept: str) -> tuple[bool, bool]:
@@ -94,11 +122,39 @@ async def serve_asgi(
     disconnected: asyncio.Event,
     json_only: bool = False,
     user: Any = None,
+    keepalive: float | None = None,
 ) -> None:
-    """Run one Tornado request through the ASGI ``app`` and write its response."""
+    """Run one Tornado request through the ASGI ``app`` and write its response.
+
+    ``keepalive``: seconds after which a response not yet started is started as an event
+    stream that carries a ping comment every ``keepalive`` seconds, its JSON answer then sent
+    as the stream's one ``message`` event: what the SDK's 2026-07-28 event stream does for a
+    call that runs silent that long (a proxy's idle-read timeout would cut a silent response),
+    kept for the calls it answers as JSON here (``MCPSurface.answers_modern_inline``).
+    """
     request = handler.request
     scope = asgi_scope(handler, headers, user)
     body_given = False
+    # Set once the keepalive started an event stream; the answer's bytes collect here.
+    streaming: bytearray | None = None
+    pinger: asyncio.TimerHandle | None = None
+
+    def ping() -> None:
+        nonlocal streaming, pinger
+        if handler._finished or disconnected.is_set():
+            return
+        if streaming is None:
+            streaming = bytearray()
+            handler.set_status(200)
+            handler.clear_header("Content-Type")
+            for name, value in _SSE_HEADERS:
+                handler.set_header(name, value)
+        handler.write(b": ping\r\n\r\n")
+        handler.flush().add_done_callback(_left_if_failed(disconnected))
+        pinger = asyncio.get_running_loop().call_later(cast(float, keepalive), ping)
+
+    if keepalive is not None and not json_only:
+        pinger = asyncio.get_running_loop().call_later(keepalive, ping)
 
     async def receive() -> dict[str, Any]:
         nonlocal body_given
@@ -114,6 +170,13 @@ async def serve_asgi(
 
     async def send(message: dict[str, Any]) -> None:
         nonlocal content_type, status, collapse
+        if pinger is not None and message["type"] == "http.response.start":
+            pinger.cancel()  # the answer is here: no ping after it
+        if streaming is not None:
+            # The event stream is under way: the answer's body becomes its message event.
+            if message["type"] == "http.response.body":
+                streaming.extend(message.get("body", b""))
+            return
         if message["type"] == "http.response.start":
             status = message["status"]
             response_headers = [
@@ -150,9 +213,18 @@ async def serve_asgi(
         if message.get("more_body", False):
             await _flush(handler, disconnected)
 
-    await app(scope, receive, send)
+    try:
+        await app(scope, receive, send)
+    finally:
+        if pinger is not None:
+            pinger.cancel()
     if handler._finished or disconnected.is_set():
         return
+    if streaming is not None:
+        # As the SDK's stream ends: the answer as one ``message`` event (the JSON as the SDK
+        # wrote it, compact, one line).
+        handler.write(b"event: message\r\ndata: " + bytes(streaming) + b"\r\n\r\n")
+        content_type = "text/event-stream"
     if collapse is not None:
         handler.set_header("Cache-Control", "no-store")
         if collapse.answer is None:
@@ -211,6 +283,16 @@ def write_response(handler: web.RequestHandler, response: Any) -> None:
         pass  # the client left: nobody to answer
 
 
+def _left_if_failed(disconnected: asyncio.Event) -> Callable[[Any], None]:
+    """A done-callback for a write's future: a failed write means the client left."""
+
+    def done(future: Any) -> None:
+        if future.cancelled() or future.exception() is not None:
+            disconnected.set()
+
+    return done
+
+
 async def _flush(handler: web.RequestHandler, disconnected: asyncio.Event) -> None:
     try:
         await handler.flush()
@@ -224,6 +306,8 @@ class StreamableHTTPHandler(MCPBaseHandler):
     _disconnected: asyncio.Event | None = None
     # The legacy-session call this POST carries, stopped if its client leaves (see _serve).
     _call: tuple[MCPSurface, str, Any, Any] | None = None
+    # Stops the 2026-07-28 call this POST answers as JSON if its client leaves (see _serve).
+    _stop: Callable[[], None] | None = None
     _identity: OAuthIdentity | None = None
 
     @property
@@ -318,6 +402,8 @@ class StreamableHTTPHandler(MCPBaseHandler):
             surface, session_id, request_id, owner = self._call
             self._call = None
             surface.cancel_call(session_id, request_id, owner)
+        if self._stop is not None:
+            self._stop()
 
     async def _serve(self) -> None:
         # The SDK reads the choice again per message (MCPSurface); refuse a bad one here, as an
@@ -346,7 +432,14 @@ class StreamableHTTPHandler(MCPBaseHandler):
         owner = session_owner(self)
         session_id = self.request.headers.get("Mcp-Session-Id")
         inline = False
-        if self.request.method == "POST" and session_id is not None:
+        modern_inline = False
+        version = self.request.headers.get("MCP-Protocol-Version")
+        if self.request.method == "POST" and version in MODERN_PROTOCOL_VERSIONS:
+            # The SDK serves this one as 2026-07-28 (whatever session id it carries).
+            modern_inline = surface.answers_modern_inline(_parsed(self.request.body), version)
+            if modern_inline:
+                app = functools.partial(surface.handle, json_answer=True)
+        elif self.request.method == "POST" and session_id is not None:
             message = _parsed(self.request.body)
             if surface.answers_as_json(message, session_id):
                 # A request in a legacy session that streams nothing: one JSON body.
@@ -368,6 +461,22 @@ class StreamableHTTPHandler(MCPBaseHandler):
                     if not (self._finished or self._disconnected.is_set()):
                         write_response(self, answer)
                     return
+            if modern_inline:
+                # Answered in this task: nothing of the SDK watches the connection, so the
+                # call stops here when its client leaves (on_connection_close), as the SDK's
+                # own watcher stops it on its event stream.
+                with anyio.CancelScope() as stop:
+                    self._stop = stop.cancel
+                    await serve_asgi(
+                        self,
+                        app,
+                        headers=headers,
+                        disconnected=self._disconnected,
+                        json_only=json_only,
+                        user=owner,
+                        keepalive=modern_ping_interval(),
+                    )
+                return
             await serve_asgi(
                 self,
                 app,
@@ -378,6 +487,7 @@ class StreamableHTTPHandler(MCPBaseHandler):
             )
         finally:
             self._call = None
+            self._stop = None
 
     @web.authenticated
     @authorized("execute")  # a message may call a tool, which runs commands and kernels

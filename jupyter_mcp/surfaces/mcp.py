@@ -47,6 +47,7 @@ from ..core.context import (
     current_actor,
     current_principal,
     progress_reporter,
+    sharing_resolutions,
 )
 from ..core.errors import ToolError
 from ..core.registry import CallResult, Registry, Tool
@@ -60,7 +61,7 @@ from ..tasks.protocol import TASK_NOTIFICATION, CallOrigin, TaskProtocol
 from ..views.catalog import EXTENSION_ID, VIEW_DATA_KEY, pages_built, shows_views, view_of_tool
 from ..views.data import view_data
 from ..views.pages import ViewPages
-from .inline_calls import InlineCalls
+from .inline_calls import InlineCalls, eligible_message
 
 # Logging is deprecated at 2026-07-28 but still part of the legacy era we serve.
 warnings.filterwarnings("ignore", category=MCPDeprecationWarning, module=__name__)
@@ -626,6 +627,27 @@ class MCPSurface:
             return False
         return not (message.get("method") == "tools/call" and session_id in self._levels)
 
+    def answers_modern_inline(self, message: Any, version: str | None) -> bool:
+        """Whether a POST of protocol revision ``version`` (its ``MCP-Protocol-Version``) is a
+        2026-07-28 call answered as one JSON body in the POST's own task (inline_calls).
+
+        The SDK answers a 2026-07-28 request that is not in JSON mode on an event stream it
+        defers: the handler runs in a task of its own beside one that watches the connection,
+        and the answer crosses a memory stream back. A call that streams nothing
+        (:func:`needs_stream`) sends nothing on that stream; in JSON mode the SDK runs it in
+        the request's own task, with the same checks first (Host, Origin, ``Accept``, the
+        era's ``_meta`` and headers) and the same error ladder. What the event stream gave
+        besides, the HTTP handler gives: the call is stopped when its client leaves, and a
+        call silent past the SDK's ping interval is answered on an event stream with pings
+        (:func:`~jupyter_mcp.surfaces.asgi.serve_asgi`'s ``keepalive``).
+        """
+        return (
+            self.inline_calls
+            and version in MODERN_PROTOCOL_VERSIONS
+            and eligible_message(message)
+            and not needs_stream(message)
+        )
+
     # -- resources, subscriptions, prompts, completion ----------------------------------------
 
     def _scope(self, rctx: Any) -> Scope:
@@ -959,6 +981,13 @@ class MCPSurface:
     ) -> dict[str, Any]:
         """The wire answer of one call: the result window, or the failure as an ``isError``
         result. What a plain ``tools/call`` answers, and what a task keeps as its result."""
+        # Its links name the paths the tool resolved: found again, not resolved again.
+        with sharing_resolutions():
+            return await self._answer_shared(origin, name, arguments)
+
+    async def _answer_shared(
+        self, origin: CallOrigin, name: str, arguments: dict[str, Any]
+    ) -> dict[str, Any]:
         # What a legacy session's call changes while it runs is its own: its subscriptions
         # are not told of it (a task's call runs as long as the task does).
         actor = Actor(origin.session) if origin.session is not None else None

@@ -365,3 +365,25 @@ async def test_tool_results_link_the_files_and_cells_they_name(connect, jp_root_
         )
         uris = [b.uri for b in ran.content if b.type == "resource_link"]
         assert uris == ["jupyter-mcp://kernel/n.ipynb/variables"]
+
+
+async def test_a_results_link_reuses_the_path_its_tool_resolved(connect, jp_root_dir, monkeypatch):
+    """The link to the file a call read names the real path the tool found: the path is
+    resolved once per call, not again for its link (ToolContext.resolved_in_call)."""
+    from jupyter_mcp.core import context
+
+    (jp_root_dir / "a.py").write_text("x = 1\n")
+    resolved: list[str] = []
+    resolve = context.resolve_in_root
+
+    def counted(root: Path, path: str, **options: Any) -> Path:
+        resolved.append(path)
+        return resolve(root, path, **options)
+
+    monkeypatch.setattr(context, "resolve_in_root", counted)
+    async with connect("legacy") as client:
+        resolved.clear()
+        read = await client.call_tool("get_file_text_by_path", {"pathInProject": "a.py"})
+
+    assert [b.uri for b in read.content if b.type == "resource_link"] == ["jupyter-mcp://file/a.py"]
+    assert resolved == ["a.py"]

@@ -1,4 +1,5 @@
-"""Legacy calls answered as JSON run in their POST's task (surfaces/inline_calls.py).
+"""Calls answered as JSON run in their POST's task: legacy ones (surfaces/inline_calls.py) and
+2026-07-28 ones (``MCPSurface.answers_modern_inline``, served by surfaces/asgi.py).
 
 Each behaviour is checked with the inline path on and off: the client must not be able to tell
 them apart (answers, errors, cancellation, the session's end), and with it on the call must
@@ -268,3 +269,177 @@ async def test_a_call_in_flight_holds_its_session_past_the_idle_timeout(
     assert answer.status_code == 200 and answer.json()["result"]["content"][0]["text"] == "done"
     assert after.status_code == 200 and after.json()["error"]["code"] == -32602
     assert ran_inline == ([2, 3] if inline else [])
+
+
+# -- 2026-07-28: a plain call answered as JSON in its POST's task ---------------------------
+
+MODERN_META = {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientInfo": {"name": "raw-http", "version": "0"},
+    "io.modelcontextprotocol/clientCapabilities": {},
+}
+
+
+def modern_call(number: int, name: str, arguments: Any = None, **meta: Any) -> dict[str, Any]:
+    return call(number, name, arguments, **MODERN_META, **meta)
+
+
+@pytest.fixture
+def modern(mcp_url: str, token: str):  # type: ignore[no-untyped-def]
+    """``async with modern() as post``: POSTs of 2026-07-28 requests (no session)."""
+
+    @asynccontextmanager
+    async def _open() -> AsyncIterator[Any]:
+        headers = {
+            "Authorization": f"token {token}",
+            "Content-Type": "application/json",
+            "Accept": "application/json, text/event-stream",
+            "MCP-Protocol-Version": "2026-07-28",
+        }
+
+        def routing(body: dict[str, Any]) -> dict[str, str]:
+            """The era's routing headers, as its clients send them."""
+            name = (body.get("params") or {}).get("name")
+            named = {"Mcp-Name": name} if isinstance(name, str) else {}
+            return {**headers, "Mcp-Method": body["method"], **named}
+
+        async with httpx2.AsyncClient(timeout=20) as http:
+
+            async def post(body: Any, **more: str) -> httpx2.Response:
+                return await http.post(
+                    mcp_url, content=json.dumps(body), headers={**routing(body), **more}
+                )
+
+            post.http, post.routing, post.url = http, routing, mcp_url  # type: ignore[attr-defined]
+            yield post
+
+    return _open
+
+
+@pytest.fixture
+def tasks_run_in(mcp_app: Any) -> list[str]:
+    """The coroutine of the task each call of ``test_where`` ran in: the POST's own
+    (Tornado's ``RequestHandler._execute``) or a task the SDK started for it."""
+    seen: list[str] = []
+
+    async def where(ctx: ToolContext) -> str:
+        task = asyncio.current_task()
+        seen.append(getattr(task.get_coro(), "__qualname__", "") if task else "")
+        return "here"
+
+    add_tool(mcp_app, "test_where", where, read_only=True)
+    return seen
+
+
+IN_THE_POST = "RequestHandler._execute"
+
+
+async def test_modern_answers_and_errors_are_the_sdks(
+    surface, modern, mcp_app, jp_root_dir, tasks_run_in, monkeypatch
+):
+    """Results, failures, unknown tools, bad params and the era's own checks (its ``_meta``,
+    its routing headers): the same statuses and bodies either way; inline, the call ran in
+    the POST's task, else in one the SDK started."""
+
+    def broken(ctx: ToolContext) -> str:
+        raise RuntimeError("a bug in the tool")
+
+    add_tool(mcp_app, "test_broken", broken, read_only=True)
+    (jp_root_dir / "a.txt").write_text("alpha\n")
+    no_meta = call(8, "get_file_text_by_path", {"pathInProject": "a.txt"})
+    sent: list[tuple[dict[str, Any], dict[str, str]]] = [
+        (modern_call(2, "get_file_text_by_path", {"pathInProject": "a.txt"}), {}),
+        (modern_call(3, "get_file_text_by_path", {"pathInProject": "missing.txt"}), {}),
+        (modern_call(4, "test_broken"), {}),
+        (modern_call(5, "no_such_tool"), {}),
+        (modern_call(6, "get_file_text_by_path", "not an object"), {}),
+        (
+            modern_call(7, "get_file_text_by_path", {"pathInProject": "a.txt"}),
+            {"Mcp-Method": "tools/list"},
+        ),
+        (no_meta, {}),
+        (modern_call(9, "test_where"), {}),
+    ]
+    answered: dict[bool, list[tuple[int, str, Any]]] = {}
+    for inline in INLINE:
+        monkeypatch.setattr(surface, "inline_calls", inline)
+        async with modern() as post:
+            answers = [await post(body, **headers) for body, headers in sent]
+        answered[inline] = [(a.status_code, a.headers["content-type"], a.json()) for a in answers]
+
+    assert answered[True] == answered[False]
+    statuses, types, bodies = zip(*answered[True], strict=True)
+    assert all(t.startswith("application/json") for t in types)
+    assert "alpha" in bodies[0]["result"]["content"][0]["text"]
+    assert bodies[1]["result"]["isError"] is True
+    assert bodies[2]["result"]["isError"] is True
+    assert bodies[3]["error"]["code"] == -32602
+    assert bodies[4]["error"]["code"] == -32602
+    assert statuses[5] == 400 and "error" in bodies[5]  # the header disagrees with the body
+    assert statuses[6] >= 400 and "error" in bodies[6]  # no protocol version in _meta
+    assert bodies[7]["result"]["content"][0]["text"] == "here"
+    assert tasks_run_in[0] == IN_THE_POST and tasks_run_in[1] != IN_THE_POST
+
+
+async def test_a_modern_call_that_asked_for_progress_is_not_inline(
+    surface, modern, jp_root_dir, tasks_run_in
+):
+    """Progress comes on the call's own event stream: the SDK's way."""
+    async with modern() as post:
+        tracked = await post(modern_call(2, "test_where", progressToken="p"))
+
+    assert tracked.status_code == 200 and "here" in tracked.text
+    assert tasks_run_in and tasks_run_in[0] != IN_THE_POST
+
+
+@pytest.mark.parametrize("inline", INLINE)
+async def test_a_modern_client_that_leaves_stops_its_call(
+    surface, modern, mcp_app, monkeypatch, inline
+):
+    monkeypatch.setattr(surface, "inline_calls", inline)
+    state = add_slow_tool(mcp_app, read_only=True)
+    async with modern() as post:
+        running = asyncio.ensure_future(post(modern_call(2, "test_slow")))
+        await asyncio.wait_for(state.started.wait(), 10)
+        running.cancel()  # the connection closes under the call
+        await asyncio.wait_for(state.cancelled.wait(), 10)
+
+
+@pytest.mark.parametrize("inline", INLINE)
+async def test_a_silent_modern_call_gets_the_sdks_pings(
+    surface, modern, mcp_app, monkeypatch, tasks_run_in, inline
+):
+    """Past the SDK's ping interval without a word, a call's answer becomes an event stream
+    that pings, then carries the answer as its one message: the same both ways."""
+    from mcp.server import _streamable_http_modern
+
+    if not isinstance(getattr(_streamable_http_modern, "_SSE_PING_INTERVAL", None), float):
+        pytest.skip("this SDK has no ping interval where inline_calls reads it")
+    monkeypatch.setattr(_streamable_http_modern, "_SSE_PING_INTERVAL", 0.05)
+    monkeypatch.setattr(surface, "inline_calls", inline)
+    release = asyncio.Event()
+
+    async def waits(ctx: ToolContext) -> str:
+        await release.wait()
+        return "released"
+
+    add_tool(mcp_app, "test_waits", waits, read_only=True)
+    async with modern() as post:
+        sent = modern_call(2, "test_waits")
+        async with post.http.stream(
+            "POST", post.url, content=json.dumps(sent), headers=post.routing(sent)
+        ) as streamed:
+            received = b""
+            chunks = streamed.aiter_raw()
+            while b": ping" not in received:
+                received += await asyncio.wait_for(chunks.__anext__(), 10)
+            release.set()
+            async for chunk in chunks:
+                received += chunk
+
+    assert streamed.status_code == 200
+    assert streamed.headers["content-type"].startswith("text/event-stream")
+    events = [e for e in received.decode().split("\r\n\r\n") if e.startswith("event: message")]
+    assert len(events) == 1
+    answer = json.loads(events[0].split("data: ", 1)[1])
+    assert answer["id"] == 2 and answer["result"]["content"][0]["text"] == "released"
