@@ -16,6 +16,7 @@ Besides Jupyter's token and cookie, this endpoint takes the server's own OAuth a
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import json
 from collections.abc import Awaitable, Callable
@@ -461,30 +462,23 @@ class StreamableHTTPHandler(MCPBaseHandler):
                     if not (self._finished or self._disconnected.is_set()):
                         write_response(self, answer)
                     return
-            if modern_inline:
-                # Answered in this task: nothing of the SDK watches the connection, so the
-                # call stops here when its client leaves (on_connection_close), as the SDK's
-                # own watcher stops it on its event stream.
-                with anyio.CancelScope() as stop:
-                    self._stop = stop.cancel
-                    await serve_asgi(
-                        self,
-                        app,
-                        headers=headers,
-                        disconnected=self._disconnected,
-                        json_only=json_only,
-                        user=owner,
-                        keepalive=modern_ping_interval(),
-                    )
-                return
-            await serve_asgi(
-                self,
-                app,
-                headers=headers,
-                disconnected=self._disconnected,
-                json_only=json_only,
-                user=owner,
-            )
+            # A 2026-07-28 call answered in this task: nothing of the SDK watches the
+            # connection, so the call stops here when its client leaves (on_connection_close),
+            # as the SDK's own watcher stops it on its event stream, and it is pinged as the
+            # SDK's stream pings a silent call.
+            stop = anyio.CancelScope() if modern_inline else contextlib.nullcontext()
+            if isinstance(stop, anyio.CancelScope):
+                self._stop = stop.cancel
+            with stop:
+                await serve_asgi(
+                    self,
+                    app,
+                    headers=headers,
+                    disconnected=self._disconnected,
+                    json_only=json_only,
+                    user=owner,
+                    keepalive=modern_ping_interval() if modern_inline else None,
+                )
         finally:
             self._call = None
             self._stop = None
