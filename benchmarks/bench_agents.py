@@ -456,6 +456,12 @@ class LabWindow:
         }
         self.errors: list[str] = []
         self.page: Any = None
+        #: The messages the server sent the window over its editor link (/mcp/bridge), by
+        #: phase and type: under many agents the activity panel's updates are most of them.
+        self.bridge: dict[str, dict[str, int]] = {
+            "idle": defaultdict(int),
+            "load": defaultdict(int),
+        }
 
     def route(self, method: str, url: str) -> str:
         path = url.split("?", 1)[0].removeprefix(self.base).strip("/")
@@ -486,11 +492,25 @@ class LabWindow:
                 f"{self.route(response.request.method, response.url)}: {response.status}"
             )
 
+    def _socket(self, socket: Any) -> None:
+        if "/mcp/bridge" in socket.url:
+            socket.on("framereceived", self._bridge_frame)
+
+    def _bridge_frame(self, payload: Any) -> None:
+        if self.phase is None:
+            return
+        try:
+            kind = json.loads(payload).get("type", "?")
+        except (TypeError, ValueError, AttributeError):
+            kind = "?"
+        self.bridge[self.phase][kind] += 1
+
     async def open(self, browser: Any, token: str) -> None:
         page = self.page = await browser.new_page(viewport={"width": 1400, "height": 900})
         page.on("requestfinished", self._finished)
         page.on("requestfailed", self._failed)
         page.on("response", self._answered)
+        page.on("websocket", self._socket)
         await page.goto(f"{self.base}/lab/tree/user.ipynb?token={token}")
         await page.wait_for_selector(".jp-MCP-status", timeout=180_000)
         await page.wait_for_selector(FIRST_PROMPT, timeout=180_000)
@@ -861,6 +881,10 @@ def report(outcome: Outcome) -> None:
                 f"{p50_p99(load_ms)}"
             )
         window_errors = len(window.errors)
+        for phase in ("idle", "load"):
+            sent = window.bridge[phase]
+            kinds = ", ".join(f"{k} {n}" for k, n in sorted(sent.items())) or "none"
+            print(f"the server's messages to the window ({phase}): {sum(sent.values())} ({kinds})")
     print()
     answers = 2 * args.cell_agents * args.cells
     print(

@@ -86,6 +86,11 @@ class FakeWindow:
     def of_type(self, kind: str) -> list[dict[str, Any]]:
         return [m for m in self.messages if m.get("type") == kind]
 
+    def activity(self) -> list[dict[str, Any]]:
+        """The activity entries the window was shown, in order (the server sends them gathered,
+        several to an ``activities`` message)."""
+        return [r for m in self.of_type("activities") for r in m["records"]]
+
     async def close(self) -> None:
         self.ws.close()
         await asyncio.wait_for(self._task, 5)

@@ -221,6 +221,11 @@ export class LabSocket {
       case 'activity':
         this._activity.emit(message.record);
         break;
+      case 'activities':
+        for (const record of message.records) {
+          this._activity.emit(record);
+        }
+        break;
       case 'breakpoints':
         this._breakpoints.emit(message.files);
         break;
@@ -236,6 +241,11 @@ export class LabSocket {
     }
     if (message.type === 'activity') {
       this._lastSeen = Math.max(this._lastSeen, message.record.at);
+    } else if (message.type === 'activities' && message.records.length) {
+      this._lastSeen = Math.max(
+        this._lastSeen,
+        ...message.records.map(record => record.at)
+      );
     } else if (message.type === 'welcome' && message.activity.length) {
       this._lastSeen = Math.max(
         this._lastSeen,

@@ -189,6 +189,9 @@ export type ServerMessage =
   | { type: 'cancel'; id: number }
   | { type: 'reload'; path: string; origin?: number }
   | { type: 'activity'; record: IActivityRecord }
+  // The server gathers the panel's updates (~50 ms) and sends them as one: each entry's last
+  // state, in the order the entries were first shown. 'activity' (one) is a server's before.
+  | { type: 'activities'; records: IActivityRecord[] }
   | { type: 'breakpoints'; files: unknown[] }
   | { type: 'welcome'; root: string; activity: IActivityRecord[] };
 

@@ -349,8 +349,8 @@ async def test_every_call_is_shown_in_the_activity_panel(
     window = await open_window()
     await ok("get_file_text_by_path", pathInProject="a.py")
     await fails("get_file_text_by_path", pathInProject="missing.py")
-    await until(lambda: len(window.of_type("activity")) >= 2)
-    first, second = (m["record"] for m in window.of_type("activity")[:2])
+    await until(lambda: len(window.activity()) >= 2)
+    first, second = window.activity()[:2]
     assert first["tool"] == "get_file_text_by_path" and first["ok"] is True
     assert first["arguments"] == 'pathInProject="a.py"'
     assert second["ok"] is False and "File not found: missing.py" in second["error"]
@@ -368,7 +368,7 @@ async def test_every_call_is_shown_in_the_activity_panel(
 
 def ended(window: FakeWindow) -> list[dict[str, Any]]:
     """The outcomes of calls the window was shown (not their running entries)."""
-    return [m["record"] for m in window.of_type("activity") if not m["record"]["running"]]
+    return [r for r in window.activity() if not r["running"]]
 
 
 async def test_a_long_call_is_shown_running_until_its_outcome_replaces_it(
@@ -376,13 +376,13 @@ async def test_a_long_call_is_shown_running_until_its_outcome_replaces_it(
 ) -> None:
     window = await open_window()
     await ok("wait", milliseconds=10)  # quick: only its outcome is shown
-    await until(lambda: len(window.of_type("activity")) >= 1)
-    quick = window.of_type("activity")[0]["record"]
+    await until(lambda: len(window.activity()) >= 1)
+    quick = window.activity()[0]
     assert quick["running"] is False and quick["id"]
 
     long_call = asyncio.ensure_future(ok("wait", milliseconds=2500))
-    await until(lambda: len(window.of_type("activity")) >= 2, timeout=10)
-    running = window.of_type("activity")[1]["record"]
+    await until(lambda: len(window.activity()) >= 2, timeout=10)
+    running = window.activity()[1]
     assert running["running"] is True and running["tool"] == "wait"
     assert running["arguments"] == "milliseconds=2500" and running["durationMs"] >= 500
     assert not long_call.done()
@@ -393,11 +393,62 @@ async def test_a_long_call_is_shown_running_until_its_outcome_replaces_it(
     assert [r["id"] for r in welcome["activity"] if r["running"]] == [running["id"]]
 
     await long_call
-    await until(lambda: len(window.of_type("activity")) >= 3, timeout=10)
-    outcome = window.of_type("activity")[2]["record"]
+    await until(lambda: len(window.activity()) >= 3, timeout=10)
+    outcome = window.activity()[2]
     assert outcome["id"] == running["id"] and outcome["running"] is False
     assert outcome["ok"] is True and outcome["durationMs"] >= 2500
     assert len({quick["id"], running["id"]}) == 2
+
+
+def _burst(bridge: Any, calls: range, *, outcomes: bool = True) -> None:
+    """Start the calls ``calls`` (their ids) and, with ``outcomes``, end them, all in one turn of
+    the loop, as the registry tells the editor link of calls."""
+    from jupyter_mcp.core.registry import current_call_id
+
+    for i in calls:
+        token = current_call_id.set(i)
+        try:
+            if outcomes:
+                bridge.record_call("wait", {"milliseconds": i}, True, None, 1.0)
+            else:
+                bridge.call_started(i, "wait", {"milliseconds": i})
+        finally:
+            current_call_id.reset(token)
+
+
+async def test_a_burst_of_calls_reaches_a_window_in_one_message_with_each_entrys_last_state(
+    open_window: Any, bridge: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from jupyter_mcp.lab import editor
+
+    # Every call is shown running first; a gather long enough that a busy machine's turns
+    # cannot split the burst (the test waits for it once).
+    monkeypatch.setattr(editor, "RUNNING_AFTER", 0.0)
+    monkeypatch.setattr(editor, "ACTIVITY_GATHER", 1.0)
+    window = await open_window()
+    calls = range(1000, 1040)
+    _burst(bridge, calls, outcomes=False)
+    await asyncio.sleep(0)  # their running entries show on a later turn, before the outcomes
+    await asyncio.sleep(0)
+    _burst(bridge, calls)
+    # A window connecting meanwhile has the burst in its welcome, and not again after it.
+    late = await open_window("late")
+    await until(lambda: len(window.activity()) >= len(calls), timeout=10)
+    # Each entry once, at the place its call first showed, in its last state: what the panel
+    # would end showing had every state been sent (running, then the outcome in its place).
+    shown = window.activity()
+    assert [r["arguments"] for r in shown] == [f"milliseconds={i}" for i in calls]
+    assert all(r["running"] is False and r["ok"] is True for r in shown)
+    # 80 states (40 running, 40 outcomes) in one message, or two when a turn of the loop took
+    # longer than the gather; every state its own message before.
+    assert len(window.of_type("activities")) <= 2
+    welcome = late.of_type("welcome")[0]
+    assert [r["arguments"] for r in welcome["activity"]][-len(calls) :] == [
+        f"milliseconds={i}" for i in calls
+    ]
+    _burst(bridge, range(2000, 2001))
+    await until(lambda: len(late.activity()) >= 1, timeout=10)
+    assert [r["arguments"] for r in late.activity()] == ["milliseconds=2000"]
 
 
 # -- breakpoints ---------------------------------------------------------------------------------

@@ -606,11 +606,8 @@ async def test_the_activity_panel_shows_a_task_running_then_its_outcome(mcp_url,
 
 
 def _records(sent: list[dict[str, Any]], task_id: str) -> list[dict[str, Any]]:
-    return [
-        m["record"]
-        for m in sent
-        if m.get("type") == "activity" and (m["record"].get("task") or {}).get("id") == task_id
-    ]
+    records = [r for m in sent if m.get("type") == "activities" for r in m["records"]]
+    return [r for r in records if (r.get("task") or {}).get("id") == task_id]
 
 
 # --- 2026-07-28: task status notifications on a subscriptions/listen stream ---------------
