@@ -97,3 +97,24 @@ def test_the_verdict_holds_handlers_to_the_most_the_baseline_or_a_round_before_e
     assert "handlers" not in verdict(13, 10, 13)
     assert verdict(13, 10, 14)["handlers"] == (13, 14)
     assert verdict(10, 12, 13)["handlers"] == (12, 13)
+
+
+def test_the_resident_memory_may_grow_by_what_pymalloc_keeps_free_not_by_what_objects_use() -> None:
+    def last_round(trimmed: float, used: float, free: float) -> dict[str, float]:
+        pymalloc = {"pymalloc_used_mib": used, "pymalloc_free_mib": free}
+        return {
+            **_ended(10),
+            "trimmed_rss_mib": trimmed,
+            **pymalloc,
+            "pymalloc_unused_pools_mib": 1,
+        }
+
+    def verdict(after: dict[str, float]) -> dict[str, tuple[float, float]]:
+        then = last_round(200, 80, 10)
+        samples = [("baseline", _ended(10)), ("after round 1", then), ("after", after)]
+        return Report(samples=samples).memory_over()
+
+    # 5 MiB more resident, all of it free in pymalloc's arenas: fragmentation, not a leak.
+    assert verdict(last_round(205, 80, 15)) == {}
+    # 5 MiB more resident, used by objects: over the +2 bound.
+    assert verdict(last_round(205, 85, 10))["trimmed_rss_mib"] == (202, 205)
