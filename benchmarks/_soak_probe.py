@@ -19,8 +19,14 @@ bounded caches that fill up to their bound and stay there: jupyter_client's repl
 kernel ``Session``'s ``digest_history``, up to ``digest_history_size`` signatures), its size and
 bound in MiB. ``?snapshot=LABEL`` keeps a tracemalloc snapshot (in a file, so that it weighs
 nothing on the heap it measures); ``?growth=LABEL`` answers, as text, the allocation sites that
-grew most since that snapshot. Enabled only by the soak, with this folder on the server's
-``PYTHONPATH``:
+grew most since that snapshot. ``?trim=1`` also answers CPython's own small-object allocator
+(pymalloc: its arenas, what of them objects use, and the free blocks and pools it keeps, which
+only an arena that empties entirely gives back). ``?native=start`` starts memray's tracker of
+native allocations (malloc and mmap by any code, C libraries' too, with their native stacks;
+Python's allocators are left out, tracemalloc sees those) into a capture file, and
+``?native=stop`` stops it and answers that file's path: its allocations not freed by then are
+what native code made and still holds. Enabled only by the soak, with this folder on the
+server's ``PYTHONPATH``:
 
     --ServerApp.jpserver_extensions={'jupyter_mcp': True, '_soak_probe': True}
 """
@@ -66,6 +72,10 @@ _LAG: LagMonitor | None = None
 _SNAPSHOTS = Path(tempfile.mkdtemp(prefix="soak-probe-"))
 #: Growth lines ``?growth=`` answers.
 GROWTH_LINES = 15
+#: memray's tracker while ``?native=start`` runs it (and its capture file), or None.
+_NATIVE: tuple[Any, Path] | None = None
+#: Captures made so far (each ``?native=start`` writes a new file).
+_NATIVE_CAPTURES = itertools.count(1)
 
 
 def in_a_copy(count: Callable[[], dict[str, float]]) -> dict[str, float]:
@@ -127,6 +137,10 @@ def _memory() -> dict[str, float]:
     found = in_a_copy(_counts)
     if tracemalloc.is_tracing():
         found["heap_mib"] = tracemalloc.get_traced_memory()[0] / 2**20
+        # What tracemalloc itself holds, in malloc's memory: its traces, and every distinct
+        # traceback it has seen, which it keeps until tracing stops. The instrument's own
+        # growth, in the resident memory and malloc's figures, not the server's.
+        found["tracemalloc_mib"] = tracemalloc.get_tracemalloc_memory() / 2**20
     return found
 
 
@@ -217,7 +231,75 @@ def trim() -> dict[str, float]:
         "rss_mib": before,
         "trimmed_rss_mib": _rss_mib(),
         "malloc_in_use_mib": in_use,
+        **in_a_copy(_pymalloc),
     }
+
+
+#: What ``sys._debugmallocstats()`` prints of pymalloc's arenas (CPython 3.10 to 3.13), read
+#: as bytes: the arenas it holds, the bytes in blocks objects use, the free blocks in pools
+#: that are in use, and the pools no object uses (kept inside arenas that are not empty).
+_PYMALLOC_LINES = {
+    "pymalloc_arenas_mib": re.compile(r"^\d+ arenas \* \d+ bytes/arena\s+=\s+([\d,]+)", re.M),
+    "pymalloc_used_mib": re.compile(r"^# bytes in allocated blocks\s+=\s+([\d,]+)", re.M),
+    "pymalloc_free_mib": re.compile(r"^# bytes in available blocks\s+=\s+([\d,]+)", re.M),
+    "pymalloc_unused_pools_mib": re.compile(r"^\d+ unused pools \* \d+ bytes\s+=\s+([\d,]+)", re.M),
+}
+
+
+def _pymalloc() -> dict[str, float]:
+    """CPython's small-object allocator, as ``sys._debugmallocstats()`` tells it (MiB; empty
+    where it prints none of these lines). Objects of at most 512 bytes live in its 1 MiB (256
+    KiB before 3.10) arenas, mmap'd outside malloc: memory an arena holds is resident until
+    every object in it is freed, so free blocks and unused pools in arenas still in use are
+    fragmentation, which neither tracemalloc (what objects use) nor mallinfo counts. It prints
+    to the C-level standard error, which is redirected to a file for the call: run it in a
+    copy of the server (:func:`in_a_copy`), whose stderr nothing else writes to. It prints
+    nothing while tracemalloc's hooks wrap the allocator, so the copy stops tracing first
+    (tracemalloc keeps its traces in malloc's memory, not pymalloc's: the arenas stay as
+    they were)."""
+    tracemalloc.stop()
+    with tempfile.TemporaryFile() as out:
+        saved = os.dup(2)
+        try:
+            os.dup2(out.fileno(), 2)
+            sys._debugmallocstats()
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+        out.seek(0)
+        text = out.read().decode(errors="replace")
+    found = {}
+    for key, pattern in _PYMALLOC_LINES.items():
+        match = pattern.search(text)
+        if match:
+            found[key] = int(match.group(1).replace(",", "")) / 2**20
+    return found
+
+
+def track_native(action: str) -> dict[str, Any]:
+    """Start (``start``) or stop (``stop``) memray's native tracker; ``stop`` answers the
+    capture's path. ValueError for an action that does not fit the tracker's state."""
+    global _NATIVE
+    if action == "start":
+        if _NATIVE is not None:
+            raise ValueError("the native tracker is already running")
+        import memray  # only the soak's --native needs it
+
+        capture = _SNAPSHOTS / f"native-{next(_NATIVE_CAPTURES)}.bin"
+        # Python's allocators are left to tracemalloc: with them, memray would record every
+        # object, and its records would outweigh what they record.
+        tracker = memray.Tracker(capture, native_traces=True, trace_python_allocators=False)
+        tracker.__enter__()
+        _NATIVE = (tracker, capture)
+        return {"started": str(capture)}
+    if action == "stop":
+        if _NATIVE is None:
+            raise ValueError("the native tracker is not running (?native=start starts it)")
+        tracker, capture = _NATIVE
+        _NATIVE = None
+        tracker.__exit__(None, None, None)
+        return {"capture": str(capture)}
+    raise ValueError(f"native={action!r}: start or stop")
 
 
 @functools.cache
@@ -353,6 +435,13 @@ class ProbeHandler(JupyterHandler):
             return
         if self.get_query_argument("trim", None):
             self.finish(trim())
+            return
+        action = self.get_query_argument("native", None)
+        if action is not None:
+            try:
+                self.finish(track_native(action))
+            except ValueError as e:
+                raise web.HTTPError(400, str(e)) from None
             return
         if self.get_query_argument("interned", None):
             self.finish(interned_table())

@@ -251,7 +251,9 @@ async def under_load(
     (ms), errors, and the server's and this client process's CPU milliseconds per call.
 
     Every client opens its own connection (and, on MCP, its session) first; the clock starts
-    once all are open, so the figures are of tool calls only. Client and server share the
+    once all are open and stops with the last call's answer, before any session closes (an MCP
+    session's close, its ``DELETE`` and the server ending it, is no tool call, and REST has none
+    to close), so the figures are of tool calls only. Client and server share the
     machine's cores: the CPU figures tell which of the two bounds the rate. An empty ``token``
     sends no credentials (the SDK's own server takes none).
     """
@@ -264,10 +266,13 @@ async def under_load(
         samples: list[float] = []
         errors = 0
         ready = asyncio.Event()
-        opened = 0
+        opened = finished = 0
+        # Set with the last call's answer: the sessions close after it, off the clock.
+        ended = asyncio.Event()
+        stopped: list[tuple[float, float, float]] = []
 
         async def one() -> None:
-            nonlocal errors, opened
+            nonlocal errors, opened, finished
             try:
                 async with make_client(make) as call:
                     opened += 1
@@ -281,19 +286,30 @@ async def under_load(
                         except Exception:
                             errors += 1
                         samples.append((time.perf_counter() - started) * 1000)
+                    finished += 1
+                    if finished == sessions:
+                        stopped.append((time.perf_counter(), cpu_seconds(pid), time.process_time()))
+                        ended.set()
+                    await ended.wait()
             finally:
                 # A session that cannot open ends the run with its error instead of a wait
                 # for the others that never ends.
                 ready.set()
+                ended.set()
 
         tasks = [asyncio.create_task(one()) for _ in range(sessions)]
         await ready.wait()
         started = time.perf_counter()
         server_cpu, client_cpu = cpu_seconds(pid), time.process_time()
         await asyncio.gather(*tasks)
-        elapsed = time.perf_counter() - started
-        server_cpu = (cpu_seconds(pid) - server_cpu) * 1000 / len(samples)
-        client_cpu = (time.process_time() - client_cpu) * 1000 / len(samples)
+        # The clock, as the CPU figures, stops with the last call (else, a run that failed,
+        # once all ended).
+        stop = (
+            stopped[0] if stopped else (time.perf_counter(), cpu_seconds(pid), time.process_time())
+        )
+        elapsed = stop[0] - started
+        server_cpu = (stop[1] - server_cpu) * 1000 / len(samples)
+        client_cpu = (stop[2] - client_cpu) * 1000 / len(samples)
         results[label] = (len(samples) / elapsed, samples, errors, server_cpu, client_cpu)
 
     class make_client:  # noqa: N801 - used as a context manager factory

@@ -37,6 +37,11 @@ agents' errors by tool and message. Abandoned sessions end after ``--session-idl
 server's ``JupyterMCP.session_idle_timeout``, set short here so that their end falls in the
 soak).
 
+With ``--native``, memray tracks the native allocations (C libraries' and the interpreter's own
+malloc and mmap, not Python's object allocators) over the last round, and the sites of those it
+made and did not free are printed: what native code holds that tracemalloc cannot see. The
+resident memory of that run is memray's too, so its verdict is not the soak's figure.
+
     .venv/bin/python benchmarks/soak.py [--minutes 10] [--rounds 1] [--interval 60] [--agents 2]
 """
 
@@ -85,6 +90,11 @@ HEAP_MARGIN_MIB = 4.0
 OBJECTS_MARGIN = 0.03
 #: How much the resident memory may grow across the last round (MiB): the allocator's slack.
 RSS_MARGIN_MIB = 2.0
+#: What the probe's ``?trim`` tells of pymalloc, CPython's small-object allocator (MiB).
+PYMALLOC = ("pymalloc_arenas_mib", "pymalloc_used_mib", "pymalloc_free_mib")
+PYMALLOC += ("pymalloc_unused_pools_mib",)
+#: Native allocation sites printed from a ``--native`` capture.
+NATIVE_LINES = 15
 
 
 #: The kinds of agents, each a method of :class:`Agents`.
@@ -170,6 +180,9 @@ class Report:
     maps: list[tuple[str, dict[str, float]]] = field(default_factory=list)
     #: Where the interned-strings table tracemalloc sees was allocated, by label.
     interned_sites: dict[str, list[str]] = field(default_factory=dict)
+    #: With ``native``: the native allocations made over the last round and not freed after
+    #: it, by site (MiB, allocations, where), most first (:func:`native_kept`).
+    native: list[tuple[float, int, str]] = field(default_factory=list)
 
     def of(self, label: str) -> dict[str, float]:
         return next(s for name, s in self.samples if name == label)
@@ -207,19 +220,24 @@ class Report:
             over["objects"] = (baseline["objects"] * (1 + OBJECTS_MARGIN), after["objects"])
         rounds = [found for label, found in self.samples if label.startswith("after round")]
         # After malloc_trim(0) (the probe's ?trim), when both ends have it: what glibc kept
-        # free is no leak.
+        # free is no leak. Nor what pymalloc keeps free in arenas that some object still pins
+        # (it gives an arena back only once it is empty), nor tracemalloc's own records: the
+        # growth of each across the round is allowed for, and printed.
         rss = "trimmed_rss_mib" if rounds and "trimmed_rss_mib" in rounds[-1] else "rss_mib"
         if rounds:
-            rss_bound = rounds[-1][rss] + RSS_MARGIN_MIB + interned_growth(rounds[-1], after)
+            before = rounds[-1]
+            rss_bound = before[rss] + RSS_MARGIN_MIB + interned_growth(before, after)
+            rss_bound += pymalloc_free_growth(before, after) + tracemalloc_growth(before, after)
             if after.get(rss, 0) > rss_bound:
                 over[rss] = (rss_bound, after[rss])
         # The handlers left are those whose request a long-lived object took the context of
         # (a file descriptor the event loop watches keeps the Context, and in it the handler,
         # of the request that made the loop watch it): which request that was varies
-        # from round to round (18, 17, 18 in a 10 min x 3 soak). A leak ends every round
-        # with more, so the end is held to the most any round before ended with.
-        if rounds and after["handlers"] > max(found["handlers"] for found in rounds):
-            most = max(found["handlers"] for found in rounds)
+        # from round to round (18, 17, 18 in a 10 min x 3 soak; 13 at the baseline, then 10,
+        # 12 in a 10 min x 2). A leak ends every round with more, so the end is held to the
+        # most the baseline (the warm-up's end) or any round before ended with.
+        most = max(found["handlers"] for found in [baseline, *rounds])
+        if rounds and after["handlers"] > most:
             over["handlers"] = (most, after["handlers"])
         return over
 
@@ -230,10 +248,71 @@ class Report:
         return [(n, e) for e, n in kinds.most_common()]
 
 
+def pymalloc_free_growth(then: dict[str, float], now: dict[str, float]) -> float:
+    """How much of pymalloc's arenas more was free between two samples (MiB, 0 where they do
+    not tell): free blocks in its pools and pools no object uses, which it keeps for the next
+    objects while an arena holds any object. What objects use is not in it: a leak of
+    objects grows that (and the traced heap), not this."""
+    free = ("pymalloc_free_mib", "pymalloc_unused_pools_mib")
+    if not all(k in then and k in now for k in free):
+        return 0.0
+    return max(sum(now[k] for k in free) - sum(then[k] for k in free), 0)
+
+
+def tracemalloc_growth(then: dict[str, float], now: dict[str, float]) -> float:
+    """How much tracemalloc's own memory grew between two samples (MiB): the instrument's
+    records (every distinct traceback it saw), which a server not soaked does not have."""
+    return max(now.get("tracemalloc_mib", 0) - then.get("tracemalloc_mib", 0), 0)
+
+
 def interned_growth(then: dict[str, float], now: dict[str, float]) -> float:
     """How much the interned-strings table that tracemalloc sees grew between two samples
     (MiB; 0 where it was not asked for)."""
     return max(now.get("interned_table_mib", 0) - then.get("interned_table_mib", 0), 0)
+
+
+#: Native frames of the allocator itself, which say nothing of who allocated.
+_ALLOCATOR = re.compile(r"malloc|calloc|realloc|memalign|memray|^operator new|^<unknown>$")
+
+
+def native_kept(capture: Path, lines: int = NATIVE_LINES) -> list[tuple[float, int, str]]:
+    """The allocations of a memray capture (the probe's ``?native``) not freed when it ended:
+    (MiB, allocations, where), most first, at most ``lines`` (and the rest as one line).
+
+    Where: "Python objects", one line for all that Python's allocators made through
+    tracemalloc's hooks (objects over pymalloc's 512 bytes go to malloc: tracemalloc sees
+    them, the heap figure has them and its growth tells their sites); "tracemalloc's own
+    records" for what the instrument holds itself; else the innermost two native frames
+    outside the allocator, and the Python line that called into native code where memray
+    knows it."""
+    from memray import FileReader
+
+    sites: collections.Counter[str] = collections.Counter()
+    counts: collections.Counter[str] = collections.Counter()
+    with contextlib.closing(FileReader(capture)) as reader:
+        for record in reader.get_leaked_allocation_records(merge_threads=True):
+            frames = record.native_stack_trace(max_stacks=16)
+            functions = [function for function, _, _ in frames]
+            python = [f"{Path(f).name}:{line} {fn}" for fn, f, line in record.stack_trace(1)]
+            if any(f.startswith("tracemalloc_alloc") for f in functions):
+                where = "Python objects (tracemalloc's heap has them)"
+            elif any(f.startswith("traceback_new") or "tracemalloc" in f for f in functions):
+                where = "tracemalloc's own records"
+            else:
+                native = [
+                    f"{function} ({Path(file).name})"
+                    for function, file, _ in frames
+                    if not _ALLOCATOR.search(function)
+                ]
+                where = " <- ".join(["native", *native[:2], *python[:1]])
+            sites[where] += record.size
+            counts[where] += record.n_allocations
+    kept = [(size / 2**20, counts[where], where) for where, size in sites.most_common()]
+    if len(kept) > lines:
+        rest = kept[lines:]
+        kept = kept[:lines]
+        kept.append((sum(r[0] for r in rest), sum(r[1] for r in rest), f"{len(rest)} more sites"))
+    return kept
 
 
 class Agents:
@@ -396,6 +475,7 @@ def soak(
     room_cleanup_delay: float | None = ROOM_CLEANUP_DELAY,
     kinds: tuple[str, ...] = KINDS,
     collaboration: bool = True,
+    native: bool = False,
 ) -> Report:
     """Run the soak and return its samples (``show`` is called with each as it is taken).
 
@@ -405,7 +485,9 @@ def soak(
     ``room_cleanup_delay`` None keeps every room open (as before lab/rooms.py), to compare;
     ``kinds`` the agents that work (to tell which work leaves memory behind); without
     ``collaboration`` the server has jupyter-collaboration off (notebooks change in their
-    files)."""
+    files); ``native`` tracks the native allocations of the last round with memray (from its
+    start to its "after" sample: what native code made over it and still holds; memray's
+    own records weigh on the resident memory meanwhile)."""
     report = Report()
 
     def take(label: str, http: httpx2.Client, server: Server) -> dict[str, float]:
@@ -459,6 +541,7 @@ def soak(
             jupyter_server(root, idle, rooms, env=env, extensions=extensions) as server,
             httpx2.Client(headers={"Authorization": f"token {server.token}"}, timeout=120) as http,
         ):
+            probe = f"{server.url}/soak-probe"
             quiet(http, server, 60)  # the warm start
             take("start-up", http, server)
             workload = Agents(server, report)
@@ -482,6 +565,8 @@ def soak(
 
             for r in range(1, rounds + 1):
                 prefix = f"{r}: " if rounds > 1 else ""
+                if native and r == rounds:
+                    http.get(probe, params={"native": "start"}).raise_for_status()
                 asyncio.run(load(prefix))
                 take(f"{prefix}load ended", http, server)
                 quiet(http, server, settle, report.of("baseline"))
@@ -489,14 +574,18 @@ def soak(
                 # What the allocator holds free is given back first: the resident memory
                 # compared across rounds is what something holds (both figures are kept).
                 trimmed = http.get(f"{server.url}/soak-probe", params={"trim": 1}).json()
-                for part in ("trimmed_rss_mib", "malloc_in_use_mib"):
-                    found[part] = trimmed.get(part, 0.0)
+                for part in ("trimmed_rss_mib", "malloc_in_use_mib", *PYMALLOC):
+                    if part in trimmed:
+                        found[part] = trimmed[part]
                 interned(found, http, server)
                 report.maps.append((f"round {r}", smaps(server.proc.pid)))
+                if native and r == rounds:
+                    stopped = http.get(probe, params={"native": "stop"})
+                    stopped.raise_for_status()
+                    report.native = native_kept(Path(stopped.json()["capture"]))
             logged = server.logged_errors("EW")
             report.tracebacks = [entry for entry in logged if "Traceback (most recent" in entry]
             report.warnings = [entry for entry in logged if "Traceback (most recent" not in entry]
-            probe = f"{server.url}/soak-probe"
             report.growth = http.get(probe, params={"growth": "baseline"}).text
             grew = report.memory_over()
             for kind in ("sdk_sessions", "handlers"):
@@ -525,7 +614,17 @@ def main() -> None:
     parser.add_argument(
         "--no-collaboration", action="store_true", help="jupyter-collaboration turned off"
     )
+    parser.add_argument(
+        "--native",
+        action="store_true",
+        help="track the last round's native allocations with memray (pip install memray)",
+    )
     args = parser.parse_args()
+    if args.native:
+        try:
+            import memray  # noqa: F401
+        except ImportError:
+            parser.error("--native needs memray in this environment (the bench extra has it)")
     kinds = tuple(args.kinds.split(","))
     if not set(kinds) <= set(KINDS):
         parser.error(f"--kinds: of {', '.join(KINDS)}")
@@ -554,6 +653,7 @@ def main() -> None:
         kinds=kinds,
         collaboration=not args.no_collaboration,
         trace_memory=True,
+        native=args.native,
     )
     load = os.getloadavg()
     print(
@@ -626,6 +726,24 @@ def main() -> None:
         f"sessions, {baseline.get('digests_mib', 0):.1f} -> {after.get('digests_mib', 0):.1f} "
         f"MiB (bound {after.get('digests_bound_mib', 0):.1f} MiB; allowed for in the heap's)"
     )
+    trimmed = [(label, found) for label, found in report.samples if PYMALLOC[0] in found]
+    if trimmed:
+        print(
+            "  Python's small-object arenas (pymalloc; MiB in arenas / used by objects / free "
+            "blocks / unused pools): "
+            + ", ".join(
+                f"{label} " + " / ".join(f"{found.get(k, 0):.1f}" for k in PYMALLOC)
+                for label, found in trimmed
+            )
+        )
+    rounds = [found for label, found in report.samples if label.startswith("after round")]
+    if rounds:
+        print(
+            f"  allowed for across the last round: pymalloc's free blocks and unused pools "
+            f"{pymalloc_free_growth(rounds[-1], after):+.1f} MiB, tracemalloc's own records "
+            f"{tracemalloc_growth(rounds[-1], after):+.1f} MiB "
+            f"({rounds[-1].get('tracemalloc_mib', 0):.1f} -> {after.get('tracemalloc_mib', 0):.1f})"
+        )
     table = interned_growth(baseline, after)
     where = [f"{label}: {', '.join(at)}" for label, at in report.interned_sites.items() if at]
     print(
@@ -648,6 +766,14 @@ def main() -> None:
             "  resident memory by mapping across the last round (MiB, after malloc_trim): "
             + ", ".join(f"{n} {d:+.1f}" for d, n in grew[:6] if abs(d) >= 0.05)
         )
+    if report.native:
+        total = sum(mib for mib, _, _ in report.native)
+        print(
+            f"native allocations made over the last round and not freed after it (memray): "
+            f"{total:.2f} MiB"
+        )
+        for mib, count, where in report.native:
+            print(f"  {mib:8.3f} MiB {count:>8} x {where[:200]}")
     over = report.memory_over()
     print("memory back within its bounds: " + ("yes" if not over else f"no: {over} (bound, after)"))
 

@@ -126,6 +126,12 @@ def is_inside(root: Path, path: Path) -> bool:
 
 def relative_path(root: Path, path: Path) -> str:
     """The project-relative form of ``path`` with ``/`` separators (``""`` for the root)."""
+    root_parts, parts = root.parts, path.parts
+    if parts[: len(root_parts)] == root_parts:
+        # Below the root component by component (as is_inside compares): the rest joined by
+        # "/" is what relative_to().as_posix() answers, without the paths it makes (every
+        # resource link of a call asks for one).
+        return "/".join(parts[len(root_parts) :])
     rel = path.relative_to(root).as_posix()
     return "" if rel == "." else rel
 

@@ -15,13 +15,12 @@ Only resources the connection may read are linked, at most :data:`MAX_LINKS` per
 
 from __future__ import annotations
 
-from pathlib import PurePosixPath
 from typing import Any
 
 from ..core.errors import ToolError
 from ..core.uris import Kind, format_uri
 from ..documents.facts import is_notebook
-from .project import BACKING_TOOL, mime_type
+from .project import BACKING_TOOL, mime_type, posix_name
 from .registry import Scope
 
 #: Links one result carries at most.
@@ -46,7 +45,7 @@ def links_for(
         uri = format_uri(kind, shown, cell_id)
         if uri in links:
             return
-        name = PurePosixPath(shown).name
+        name = posix_name(shown)
         if kind == "cell":
             name = f"cell {cell_id} of {name}"
         elif kind == "variables":

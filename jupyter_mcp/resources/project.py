@@ -25,7 +25,7 @@ import mimetypes
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any
 
 import mcp_types as types
@@ -133,9 +133,18 @@ _TEXT_TYPES = {
 }
 
 
+def posix_name(path: str) -> str:
+    """The last component of a ``/``-separated project path: ``PurePosixPath(path).name``
+    without the path object, which every resource link of a call made twice."""
+    return path.rstrip("/").rpartition("/")[2]
+
+
 def mime_type(path: str, *, binary: bool = False) -> str:
     """The MIME type of a project file by its extension (a notebook: its percent text)."""
-    suffix = PurePosixPath(path).suffix.lower()
+    name = posix_name(path)
+    dot = name.rfind(".")
+    # As PurePath.suffix: a leading or trailing dot starts no suffix.
+    suffix = name[dot:].lower() if 0 < dot < len(name) - 1 else ""
     if not binary and suffix in _TEXT_TYPES:
         return _TEXT_TYPES[suffix]
     guessed = mimetypes.guess_type(path, strict=False)[0]
@@ -255,7 +264,7 @@ class ProjectResources(ResourceProvider):
     ) -> types.Resource | None:
         """The listed resource of a project file (a notebook as cells where it may be read so),
         None when the connection may read neither."""
-        name = PurePosixPath(shown).name
+        name = posix_name(shown)
         if is_notebook(shown) and scope.allows(BACKING_TOOL["notebook"]):
             uri, mime = format_uri("notebook", shown), "application/json"
             size = None  # the cells' JSON is not the file's size

@@ -34,7 +34,7 @@ from ..auth.provider import OAuthUnavailable, Site
 from ..auth.scopes import BASE
 from .base import MCPBaseHandler, not_authenticated_reason
 from .inline_calls import eligible_message
-from .mcp import STOPPED_WHEN_LEFT, MCPSurface, user_principal
+from .mcp import REQUEST_FACTS, STOPPED_WHEN_LEFT, MCPSurface, RequestFacts, user_principal
 
 ASGIApp = Callable[[dict[str, Any], Callable[[], Awaitable[dict[str, Any]]], Any], Awaitable[None]]
 
@@ -124,6 +124,7 @@ async def serve_asgi(
     json_only: bool = False,
     user: Any = None,
     keepalive: float | None = None,
+    facts: RequestFacts | None = None,
 ) -> None:
     """Run one Tornado request through the ASGI ``app`` and write its response.
 
@@ -132,9 +133,10 @@ async def serve_asgi(
     as the stream's one ``message`` event: what the SDK's 2026-07-28 event stream does for a
     call that runs silent that long (a proxy's idle-read timeout would cut a silent response),
     kept for the calls it answers as JSON here (``MCPSurface.answers_modern_inline``).
+    ``facts``: what the handler read off the request, left in the scope for the SDK's handlers.
     """
     request = handler.request
-    scope = asgi_scope(handler, headers, user)
+    scope = asgi_scope(handler, headers, user, facts)
     body_given = False
     # Set once the keepalive started an event stream; the answer's bytes collect here.
     streaming: bytearray | None = None
@@ -244,9 +246,13 @@ async def serve_asgi(
 
 
 def asgi_scope(
-    handler: web.RequestHandler, headers: list[tuple[bytes, bytes]], user: Any = None
+    handler: web.RequestHandler,
+    headers: list[tuple[bytes, bytes]],
+    user: Any = None,
+    facts: RequestFacts | None = None,
 ) -> dict[str, Any]:
-    """The ASGI ``http`` scope of the handler's request (``headers`` as given to the app)."""
+    """The ASGI ``http`` scope of the handler's request (``headers`` as given to the app), with
+    the request's ``facts`` under :data:`~jupyter_mcp.surfaces.mcp.REQUEST_FACTS`."""
     request = handler.request
     path = request.path
     scope: dict[str, Any] = {
@@ -265,6 +271,8 @@ def asgi_scope(
     }
     if user is not None:
         scope["user"] = user
+    if facts is not None:
+        scope[REQUEST_FACTS] = facts
     return scope
 
 
@@ -407,9 +415,9 @@ class StreamableHTTPHandler(MCPBaseHandler):
             self._stop()
 
     async def _serve(self) -> None:
-        # The SDK reads the choice again per message (MCPSurface); refuse a bad one here, as an
-        # HTTP 400 with a JSON-RPC error, before any session starts.
-        _ = self.toolsets
+        # A bad choice is refused here, as an HTTP 400 with a JSON-RPC error, before any
+        # session starts; the SDK's handlers read the choice from the request's facts.
+        toolsets = self.toolsets
         self._disconnected = asyncio.Event()
         # Origin was checked in prepare() against the server's own origin and the configured
         # ones; Accept is given below. (Tornado keeps header names in one spelling.)
@@ -432,6 +440,11 @@ class StreamableHTTPHandler(MCPBaseHandler):
         app: ASGIApp = surface.handle
         owner = session_owner(self)
         session_id = self.request.headers.get("Mcp-Session-Id")
+        # As the SDK reads it (the first such header), for its handlers.
+        given = next((v for k, v in headers if k == b"mcp-session-id"), None)
+        facts = RequestFacts(
+            session_id=None if given is None else given.decode("latin-1"), toolsets=toolsets
+        )
         inline = False
         modern_inline = False
         version = self.request.headers.get("MCP-Protocol-Version")
@@ -455,7 +468,7 @@ class StreamableHTTPHandler(MCPBaseHandler):
         try:
             if inline:
                 assert session_id is not None
-                scope = asgi_scope(self, headers, owner)
+                scope = asgi_scope(self, headers, owner, facts)
                 body = self.request.body or b""
                 answer = await surface.answer_inline(session_id, scope, message, body)
                 if answer is not None:
@@ -478,6 +491,7 @@ class StreamableHTTPHandler(MCPBaseHandler):
                     json_only=json_only,
                     user=owner,
                     keepalive=modern_ping_interval() if modern_inline else None,
+                    facts=facts,
                 )
         finally:
             self._call = None

@@ -27,6 +27,7 @@ import re
 import warnings
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import Any, cast
 
 import anyio
@@ -111,6 +112,34 @@ _DEFAULT_LEVEL: types.LoggingLevel = "warning"
 #: rather than on an event stream of its own (see :func:`needs_stream`).
 _json_answer: contextvars.ContextVar[bool]
 _json_answer = contextvars.ContextVar("jupyter_mcp_json_answer", default=False)
+
+
+#: Where the HTTP handler leaves a request's :class:`RequestFacts` in its ASGI scope.
+REQUEST_FACTS = "jupyter_mcp.request"
+
+
+@dataclass(frozen=True)
+class RequestFacts:
+    """What the HTTP handler read off one request to ``/mcp``, for the SDK's handlers of it.
+
+    A call asks for its session and tool sets several times (its origin, log level, cancel
+    scope, the session's bookkeeping); each ask was a scan of the request's headers and, for
+    the tool sets, a parse of its query string. The handler reads them once and leaves them in
+    the request's ASGI scope (:data:`REQUEST_FACTS`), which the SDK's request object keeps.
+    """
+
+    #: The ``Mcp-Session-Id`` header, as sent (None: none).
+    session_id: str | None
+    #: The tool sets the request chose (``?toolsets=``, ``X-MCP-Toolsets``; None: all).
+    toolsets: frozenset[str] | None
+
+
+def _facts(request: Any) -> RequestFacts | None:
+    """The :class:`RequestFacts` the HTTP handler left on ``request`` (a Starlette request;
+    None for one that did not come through it)."""
+    scope = getattr(request, "scope", None)
+    facts = scope.get(REQUEST_FACTS) if isinstance(scope, dict) else None
+    return facts if isinstance(facts, RequestFacts) else None
 
 
 class _PerRequestJSON:
@@ -253,7 +282,14 @@ def call_tool_result(
     2026-07-28 on, any JSON value) is also given as ``structuredContent`` when the whole of it
     fits the window.
     """
-    content: list[dict[str, Any]] = [{"type": "text", "text": unicode_safe(result.text)}]
+    text = result.text
+    # The text is the value's JSON (not ASCII-escaped) cut to the window, or the value itself:
+    # a whole text holds every string of the value as it is, so one scan of it tells whether
+    # the value has a lone surrogate, instead of a walk through the value.
+    clean = text.isascii() or _SURROGATE.search(text) is None
+    content: list[dict[str, Any]] = [
+        {"type": "text", "text": text if clean else _SURROGATE.sub("\ufffd", text)}
+    ]
     start, end = result.window or (0, result.total_length)
     if result.more:
         content.append(
@@ -275,7 +311,7 @@ def call_tool_result(
     whole = start == 0 and not result.more
     if whole and isinstance(result.value, dict | list):
         if isinstance(result.value, dict) or protocol_version in MODERN_PROTOCOL_VERSIONS:
-            answer["structuredContent"] = unicode_safe(result.value)
+            answer["structuredContent"] = result.value if clean else unicode_safe(result.value)
     return answer
 
 
@@ -1242,6 +1278,9 @@ def _toolsets(rctx: Any) -> frozenset[str] | None:
     request = getattr(rctx, "request", None)
     if request is None:
         return None
+    facts = _facts(request)
+    if facts is not None:
+        return facts.toolsets
     query = getattr(request, "query_params", None)
     headers = getattr(request, "headers", None)
     try:
@@ -1288,7 +1327,11 @@ def user_principal(user: Any) -> str | None:
 
 
 def _session_id(rctx: Any) -> str | None:
+    """The ``Mcp-Session-Id`` the HTTP request behind ``rctx`` carried (None: none)."""
     request = getattr(rctx, "request", None)
+    facts = _facts(request)
+    if facts is not None:
+        return facts.session_id
     headers = getattr(request, "headers", None)
     if headers is None:
         return None
