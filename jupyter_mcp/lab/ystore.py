@@ -20,6 +20,15 @@ each change), and a room that starts takes the file's content over a store that 
 it (jupyter_server_ydoc 3.0.4, ``rooms.py`` lines 160-180); what is given up is the updates'
 history across a server restart, which only the document timeline shows. A store the user
 configured (``--YDocExtension.ystore_class``, a config file) is left as it is.
+
+That store writes each update as three records (the update, its metadata, its time), each its
+own write with a thread hop between, and a room that stops cancels the writes it has in
+flight. A write cancelled between its records leaves the file one record short, and every
+later read of it pairs the records wrongly ("unpack requires a buffer of 8 bytes"): the
+notebook's room then fails to start for the rest of the server's life, for the agents and for
+every JupyterLab window (a 10 min soak: 100 failed starts, each call falling back to the
+file). Our store writes an update's three records at once, and a write that has begun is
+finished even if its room stops.
 """
 
 from __future__ import annotations
@@ -27,8 +36,12 @@ from __future__ import annotations
 import atexit
 import contextlib
 import shutil
+import struct
 import tempfile
+import time
 from typing import Any
+
+import anyio
 
 #: The folder prefix of the stores' files (under the system's temporary folder).
 PREFIX = "jupyter_mcp_ystore_"
@@ -71,6 +84,24 @@ def _file_store(base: type) -> type:
             def make_directory(self) -> None:
                 folder = type(self).base_dir = tempfile.mkdtemp(prefix=PREFIX)
                 atexit.register(_remove, folder)
+
+            async def write(self, data: bytes) -> None:
+                """The update, its metadata and its time appended in one write, in the
+                format pycrdt's ``FileYStore.read`` reads, and not cut short by a cancel
+                (see the module's docstring)."""
+                from pycrdt import write_var_uint
+
+                with anyio.CancelScope(shield=True):
+                    async with self.lock:
+                        await anyio.Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+                        await self.check_version()
+                        metadata = await self.get_metadata()
+                        stamp = struct.pack("<d", time.time())
+                        record = b"".join(
+                            write_var_uint(len(part)) + part for part in (data, metadata, stamp)
+                        )
+                        async with await anyio.open_file(self.path, "ab") as f:
+                            await f.write(record)
 
         made = _made[base] = FileYStore
     return made
