@@ -395,6 +395,19 @@ class ToolContext:
         found = seen.get(path_in_project) if seen is not None else None
         return found if found is not None else self.resolve(path_in_project)
 
+    def resolve_for_answer(self, path_in_project: object) -> None:
+        """Have :meth:`resolved_in_call` find ``path_in_project`` resolved: called in a
+        tool's worker thread once it is done, for a tool that names its path another way
+        (git's tools keep a link's own name). Resolved on the loop afterwards, its real path
+        (a system call per component, each of which lets a busy thread hold the loop) was a
+        share of the loop's late beats under many agents. A path the jail refuses is left for
+        the answer to refuse."""
+        seen = _resolved_in_call.get()
+        if seen is None or not isinstance(path_in_project, str) or path_in_project in seen:
+            return
+        with contextlib.suppress(ToolError):
+            self.resolve(path_in_project)
+
     def relative(self, path: Path) -> str:
         """``path`` relative to the project root, with ``/`` separators."""
         return relative_path(self.root_dir, path)

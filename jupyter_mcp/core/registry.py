@@ -755,6 +755,14 @@ def _non_finite_number(arguments: dict[str, Any]) -> tuple[str, float] | None:
     return None
 
 
+def _in_thread(tool: Tool, ctx: ToolContext, arguments: dict[str, Any]) -> Any:
+    """A plain tool's call, in its worker thread; its path argument then resolved there too,
+    for the answer's links (see :meth:`ToolContext.resolve_for_answer`)."""
+    value = tool.fn(ctx, **arguments)
+    ctx.resolve_for_answer(arguments.get("pathInProject"))
+    return value
+
+
 async def run_tool(tool: Tool, ctx: ToolContext, arguments: dict[str, Any]) -> Any:
     """Run the tool's function: coroutines on the loop, plain functions in a worker thread.
 
@@ -767,7 +775,7 @@ async def run_tool(tool: Tool, ctx: ToolContext, arguments: dict[str, Any]) -> A
     context = contextvars.copy_context()
     # The thread cannot be cancelled: it is told, and stops what it waits for (core/cancel.py).
     cancelled = cancel_event(context)
-    call = functools.partial(context.run, tool.fn, ctx, **arguments)
+    call = functools.partial(context.run, _in_thread, tool, ctx, arguments)
     try:
         return await asyncio.get_running_loop().run_in_executor(ctx.executor, call)
     except asyncio.CancelledError:

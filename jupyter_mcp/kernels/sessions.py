@@ -10,6 +10,8 @@ later connects to it.
 from __future__ import annotations
 
 import asyncio
+import functools
+import os
 import weakref
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +19,7 @@ from typing import Any
 
 from ..core.context import ToolContext, outside_the_call
 from ..core.errors import ToolError
+from ..core.paths import is_inside, relative_path
 from . import managers
 from .execute import kernel_name_for
 
@@ -50,12 +53,30 @@ def _server(ctx: ToolContext) -> Any:
 
 
 def api_path(ctx: ToolContext, path: Path) -> str:
-    """``path`` (absolute, inside the project) as the server's contents and sessions name it."""
-    root = Path(getattr(_server(ctx).contents_manager, "root_dir", None) or ctx.root_dir)
-    try:
-        return path.resolve().relative_to(root.resolve()).as_posix()
-    except ValueError:
-        raise ToolError(f"{path} is outside the server's root {root}") from None
+    """``path`` (a real path inside the project, as :meth:`ToolContext.resolve` gives it) as
+    the server's contents and sessions name it.
+
+    No file system call: this runs on the event loop in every notebook call, where each
+    ``lstat`` of a ``realpath`` hands the interpreter to a busy worker thread. The path is
+    real already (the jail resolved it); the server's root is resolved once, as the jail's is
+    when the context is made.
+    """
+    given = getattr(_server(ctx).contents_manager, "root_dir", None) or str(ctx.root_dir)
+    root = _real_root(str(given))
+    if not is_inside(root, path):
+        # Not named from the real root (a caller's own path, a root reached by a link):
+        # resolved here, as it once always was.
+        path = Path(os.path.realpath(path))
+        if not is_inside(root, path):
+            raise ToolError(f"{path} is outside the server's root {given}")
+    return relative_path(root, path)
+
+
+@functools.lru_cache(maxsize=8)
+def _real_root(root: str) -> Path:
+    """The real path of the server's root folder, resolved once (the jail's root,
+    ``ToolContext.root_dir``, is fixed the same way when the server starts)."""
+    return Path(os.path.realpath(root))
 
 
 async def find_notebook_kernel(ctx: ToolContext, path: Path) -> NotebookKernel | None:

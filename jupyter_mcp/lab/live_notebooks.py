@@ -527,20 +527,14 @@ class LiveNotebooks:
         """The shared document of the notebook, held open while the answer lives; None when
         it has no room (and ``create`` is false)."""
         rooms = self._rooms_of(extension)
-        # On the loop: the file id manager's SQLite connection is the loop thread's only
-        # (get_document asks it there too).
+        # On the loop: the file id manager's SQLite connection is the loop thread's only.
         room_id = rooms.room_id(lab_path)
         with rooms.opening(room_id):
-            # The room it opens (its awareness and save tasks) outlives this call.
+            # The room it opens (its awareness and save tasks) outlives this call. Named by
+            # its id: given the path, get_document would ask the file id manager again.
             try:
                 ydoc = await outside_the_call(
-                    extension.get_document(
-                        path=lab_path,
-                        content_type="notebook",
-                        file_format="json",
-                        copy=False,
-                        create=create,
-                    )
+                    extension.get_document(room_id=room_id, copy=False, create=create)
                 )
             except Exception:
                 await rooms.forget_failed_start(room_id)

@@ -48,6 +48,12 @@ from typing import Any
 #: (join, leave).
 COLLABORATION_EVENTS = "https://schema.jupyter.org/jupyter_collaboration/session/v1"
 AWARENESS_EVENTS = "https://schema.jupyter.org/jupyter_collaboration/awareness/v1"
+#: jupyter_server's contents events (a file saved, renamed, copied, deleted through the server).
+CONTENTS_EVENTS = "https://events.jupyter.org/jupyter_server/contents_service/v1"
+#: The contents actions after which jupyter_server_fileid may name a path with another id.
+_ID_CHANGING_ACTIONS = ("rename", "copy", "delete")
+#: The most file ids one server remembers.
+_REMEMBERED_IDS = 4096
 
 
 class AgentRooms:
@@ -66,6 +72,9 @@ class AgentRooms:
         self._listening = False
         #: room ids whose last save failed (from collaboration's events).
         self._unsaved: set[str] = set()
+        #: server path -> jupyter_server_fileid's id for it, while the contents events are
+        #: followed (None: they are not, every id is asked for; see :meth:`_file_id`).
+        self._file_ids: dict[str, str] | None = None
 
     # -- what collaboration is configured with -----------------------------------------------
 
@@ -81,9 +90,52 @@ class AgentRooms:
         """The id of the room of ``lab_path``, as ``YDocExtension.get_document`` names it."""
         from jupyter_server_ydoc.utils import encode_file_path, room_id_from_encoded_path
 
-        file_id = self.extension.serverapp.web_app.settings["file_id_manager"].index(lab_path)
+        file_id = self._file_id(lab_path)
         file_format = "json" if file_type == "notebook" else "text"
         return room_id_from_encoded_path(encode_file_path(file_format, file_type, file_id))
+
+    def _file_id(self, lab_path: str) -> str:
+        """jupyter_server_fileid's id of ``lab_path`` (JupyterLab's and collaboration's rooms
+        are named by it), remembered where that is safe.
+
+        The manager's ``index`` is an SQLite query (an insert and a sync to disk for a new
+        path) on the event loop, whose connection no other thread may use. Its default
+        manager, ``ArbitraryFileIdManager``, names a path by the database alone: the id of a
+        path changes only when its own listener of the contents events moves, copies or
+        deletes rows (a file renamed, copied or deleted through the server); a move, an edit
+        or a checkout made outside the server changes nothing it answers. Those events drop
+        what is remembered (:meth:`_contents_event`). Any other manager (the
+        ``LocalFileIdManager`` follows files moved outside the server by their inode) is
+        asked every time. The events are this server's: a second server sharing the database
+        (fileid keeps it in the user's data folder) that renames a notebook of this root is
+        not followed until this server renames, copies or deletes something itself.
+        """
+        manager = self.extension.serverapp.web_app.settings["file_id_manager"]
+        self._listen()
+        known = self._file_ids if _names_by_path_alone(manager) else None
+        if known is not None and lab_path in known:
+            return known[lab_path]
+        file_id = str(manager.index(lab_path))
+        if known is not None:
+            if len(known) >= _REMEMBERED_IDS:  # a bound, for a server whose agents open many
+                known.clear()
+            known[lab_path] = file_id
+        return file_id
+
+    async def _contents_event(self, logger: Any, schema_id: str, data: dict[str, Any]) -> None:
+        # jupyter_events calls listeners with these keywords; nothing may escape from here.
+        try:
+            if data.get("action") not in _ID_CHANGING_ACTIONS or self._file_ids is None:
+                return
+            # fileid changes its rows in a listener of its own, a task of the same event,
+            # whose turn may come after this one: what is remembered is dropped now, and
+            # again once that task has had its turn (an id asked for in between is the one
+            # fileid gave before its change).
+            self._file_ids.clear()
+            await asyncio.sleep(0)
+            self._file_ids.clear()
+        except Exception:
+            self.log.exception("jupyter_mcp: a contents event was not followed")
 
     def _room(self, room_id: str) -> Any:
         server = getattr(self.extension, "ywebsocket_server", None)
@@ -170,6 +222,9 @@ class AgentRooms:
                 logger.add_listener(schema_id=AWARENESS_EVENTS, listener=self._client_event)
             with contextlib.suppress(Exception):  # schema not registered: failed saves untold
                 logger.add_listener(schema_id=COLLABORATION_EVENTS, listener=self._room_event)
+            with contextlib.suppress(Exception):  # schema not registered: no id remembered
+                logger.add_listener(schema_id=CONTENTS_EVENTS, listener=self._contents_event)
+                self._file_ids = {}
 
     async def _client_event(self, logger: Any, schema_id: str, data: dict[str, Any]) -> None:
         # jupyter_events calls listeners with these keywords; nothing may escape from here.
@@ -342,6 +397,20 @@ def _is_document(room: Any) -> bool:
     except ImportError:
         return False
     return isinstance(room, DocumentRoom)
+
+
+def _names_by_path_alone(manager: Any) -> bool:
+    """Whether ``manager`` answers ``index`` from its database alone, which changes only in
+    its listener of the contents events (``ArbitraryFileIdManager``'s own methods)."""
+    try:
+        from jupyter_server_fileid.manager import ArbitraryFileIdManager
+    except ImportError:
+        return False
+    kind = type(manager)
+    return all(
+        getattr(kind, name, None) is getattr(ArbitraryFileIdManager, name)
+        for name in ("index", "_create", "_normalize_path", "get_handlers_by_action")
+    )
 
 
 def _path_of(extension: Any, file_id: str) -> str | None:

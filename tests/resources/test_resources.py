@@ -387,3 +387,38 @@ async def test_a_results_link_reuses_the_path_its_tool_resolved(connect, jp_root
 
     assert [b.uri for b in read.content if b.type == "resource_link"] == ["jupyter-mcp://file/a.py"]
     assert resolved == ["a.py"]
+
+
+async def test_a_git_tools_link_is_resolved_in_its_thread_not_on_the_event_loop(
+    connect, jp_root_dir, monkeypatch
+):
+    """git's tools name a file by a path of their own (a link kept as the link): the real
+    path of their answer's link is found in the tool's worker thread, once, and the loop,
+    where each system call of a realpath lets a busy thread hold it, resolves nothing."""
+    import threading
+
+    from jupyter_mcp.core import context
+
+    git(jp_root_dir, "init", "-q")
+    (jp_root_dir / "a.py").write_text("x = 1\n")
+    git(jp_root_dir, "add", "a.py")
+    git(jp_root_dir, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "one")
+    (jp_root_dir / "a.py").write_text("x = 2\n")
+    on_the_loop: list[str] = []
+    resolve = context.resolve_in_root
+
+    def watched(root: Path, path: str, **options: Any) -> Path:
+        if threading.current_thread() is threading.main_thread():
+            on_the_loop.append(path)
+        return resolve(root, path, **options)
+
+    monkeypatch.setattr(context, "resolve_in_root", watched)
+    async with connect("legacy") as client:
+        for tool in ("get_file_history", "get_file_diff"):
+            answer = await client.call_tool(tool, {"pathInProject": "a.py"})
+            links = [b.uri for b in answer.content if b.type == "resource_link"]
+            assert links == ["jupyter-mcp://file/a.py"], tool
+        # A path the jail refuses gets no link, as before
+        refused = await client.call_tool("get_file_history", {"pathInProject": "../x.py"})
+        assert refused.is_error
+    assert on_the_loop == []
