@@ -223,16 +223,57 @@ def trim() -> dict[str, float]:
     in_use = 0.0
     if libc is not None and hasattr(libc, "malloc_trim"):
         libc.malloc_trim(0)
+    free = {}
     if libc is not None and hasattr(libc, "mallinfo2"):
         libc.mallinfo2.restype = _MallInfo2
         info = libc.mallinfo2()
         in_use = (info.uordblks + info.hblkhd) / 2**20
+        free["malloc_free_mib"] = (info.fordblks + info.fsmblks) / 2**20
+    if libc is not None and hasattr(libc, "malloc_info"):
+        free["malloc_free_small_mib"] = _free_below_a_page(libc)
     return {
         "rss_mib": before,
         "trimmed_rss_mib": _rss_mib(),
         "malloc_in_use_mib": in_use,
+        **free,
         **in_a_copy(_pymalloc),
     }
+
+
+#: A free-chunk line of glibc's ``malloc_info`` XML.
+_FREE_CHUNKS = re.compile(r'<(?:size|unsorted) from="(\d+)" to="(\d+)" total="(\d+)"')
+
+
+def _free_below_a_page(libc: Any) -> float:
+    """What glibc's arenas hold free in chunks smaller than a page (MiB, from ``malloc_info``):
+    memory ``malloc_trim`` cannot give back, since it returns whole free pages only, so it
+    stays resident between the chunks in use around it. The allocator's fragmentation, a
+    lower bound of it (a larger free chunk keeps its partial pages at both ends too)."""
+    page = os.sysconf("SC_PAGE_SIZE")
+    libc.fopen.restype = ctypes.c_void_p
+    libc.fopen.argtypes = [ctypes.c_char_p, ctypes.c_char_p]
+    libc.malloc_info.argtypes = [ctypes.c_int, ctypes.c_void_p]
+    libc.fclose.argtypes = [ctypes.c_void_p]
+    with tempfile.NamedTemporaryFile(suffix=".xml") as out:
+        stream = libc.fopen(out.name.encode(), b"w")
+        if not stream:
+            return 0.0
+        try:
+            libc.malloc_info(0, stream)
+        finally:
+            libc.fclose(stream)
+        text = Path(out.name).read_text()
+    # The last <sizes> block is the sum over every arena: count each arena's own only.
+    arenas = re.findall(r"<heap nr=.*?</sizes>", text, re.S)
+    return (
+        sum(
+            int(total)
+            for arena in arenas
+            for _, upto, total in _FREE_CHUNKS.findall(arena)
+            if int(upto) < page
+        )
+        / 2**20
+    )
 
 
 #: What ``sys._debugmallocstats()`` prints of pymalloc's arenas (CPython 3.10 to 3.13), read

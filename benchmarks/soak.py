@@ -90,6 +90,9 @@ HEAP_MARGIN_MIB = 4.0
 OBJECTS_MARGIN = 0.03
 #: How much the resident memory may grow across the last round (MiB): the allocator's slack.
 RSS_MARGIN_MIB = 2.0
+#: What the probe's ``?trim`` tells of glibc's free memory after the trim (MiB): all of it,
+#: and what is in chunks smaller than a page (which the trim cannot give back: resident).
+MALLOC_FREE = ("malloc_free_mib", "malloc_free_small_mib")
 #: What the probe's ``?trim`` tells of pymalloc, CPython's small-object allocator (MiB).
 PYMALLOC = ("pymalloc_arenas_mib", "pymalloc_used_mib", "pymalloc_free_mib")
 PYMALLOC += ("pymalloc_unused_pools_mib",)
@@ -574,7 +577,7 @@ def soak(
                 # What the allocator holds free is given back first: the resident memory
                 # compared across rounds is what something holds (both figures are kept).
                 trimmed = http.get(f"{server.url}/soak-probe", params={"trim": 1}).json()
-                for part in ("trimmed_rss_mib", "malloc_in_use_mib", *PYMALLOC):
+                for part in ("trimmed_rss_mib", "malloc_in_use_mib", *MALLOC_FREE, *PYMALLOC):
                     if part in trimmed:
                         found[part] = trimmed[part]
                 interned(found, http, server)
@@ -726,6 +729,16 @@ def main() -> None:
         f"sessions, {baseline.get('digests_mib', 0):.1f} -> {after.get('digests_mib', 0):.1f} "
         f"MiB (bound {after.get('digests_bound_mib', 0):.1f} MiB; allowed for in the heap's)"
     )
+    trimmed = [(label, found) for label, found in report.samples if MALLOC_FREE[1] in found]
+    if trimmed:
+        print(
+            "  glibc's free memory after the trim (MiB, all / in chunks under a page, which "
+            "stay resident): "
+            + ", ".join(
+                f"{label} " + " / ".join(f"{found.get(k, 0):.1f}" for k in MALLOC_FREE)
+                for label, found in trimmed
+            )
+        )
     trimmed = [(label, found) for label, found in report.samples if PYMALLOC[0] in found]
     if trimmed:
         print(
