@@ -597,6 +597,19 @@ def soak(
     return report
 
 
+def print_after_trim(report: Report, keys: tuple[str, ...], title: str) -> None:
+    """One line of figures the probe's ``?trim`` gave after each round (MiB), if it gave any."""
+    trimmed = [(label, found) for label, found in report.samples if keys[-1] in found]
+    if trimmed:
+        print(
+            f"  {title}: "
+            + ", ".join(
+                f"{label} " + " / ".join(f"{found.get(k, 0):.1f}" for k in keys)
+                for label, found in trimmed
+            )
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--minutes", type=float, default=10, help="of load, each round")
@@ -729,26 +742,18 @@ def main() -> None:
         f"sessions, {baseline.get('digests_mib', 0):.1f} -> {after.get('digests_mib', 0):.1f} "
         f"MiB (bound {after.get('digests_bound_mib', 0):.1f} MiB; allowed for in the heap's)"
     )
-    trimmed = [(label, found) for label, found in report.samples if MALLOC_FREE[1] in found]
-    if trimmed:
-        print(
-            "  glibc's free memory after the trim (MiB, all / in chunks under a page, which "
-            "stay resident): "
-            + ", ".join(
-                f"{label} " + " / ".join(f"{found.get(k, 0):.1f}" for k in MALLOC_FREE)
-                for label, found in trimmed
-            )
-        )
-    trimmed = [(label, found) for label, found in report.samples if PYMALLOC[0] in found]
-    if trimmed:
-        print(
-            "  Python's small-object arenas (pymalloc; MiB in arenas / used by objects / free "
-            "blocks / unused pools): "
-            + ", ".join(
-                f"{label} " + " / ".join(f"{found.get(k, 0):.1f}" for k in PYMALLOC)
-                for label, found in trimmed
-            )
-        )
+    print_after_trim(
+        report,
+        MALLOC_FREE,
+        "glibc's free memory after the trim (MiB, all / in chunks under a page, which stay "
+        "resident)",
+    )
+    print_after_trim(
+        report,
+        PYMALLOC,
+        "Python's small-object arenas (pymalloc; MiB in arenas / used by objects / free blocks "
+        "/ unused pools)",
+    )
     rounds = [found for label, found in report.samples if label.startswith("after round")]
     if rounds:
         print(
