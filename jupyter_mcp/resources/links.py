@@ -88,7 +88,7 @@ def _project_path(scope: Scope, path: Any, *, file: bool) -> str | None:
         real = scope.ctx.resolved_in_call(path)
     except ToolError:
         return None
-    if file and not real.is_file():
+    if file and not scope.ctx.is_file_in_call(real):
         return None
     return scope.ctx.relative(real)
 

@@ -422,3 +422,33 @@ async def test_a_git_tools_link_is_resolved_in_its_thread_not_on_the_event_loop(
         refused = await client.call_tool("get_file_history", {"pathInProject": "../x.py"})
         assert refused.is_error
     assert on_the_loop == []
+
+
+async def test_a_results_link_asks_whether_its_file_is_one_in_the_tools_thread(
+    connect, jp_root_dir, monkeypatch
+):
+    """Whether a link's path is a file is found in the tool's worker thread once it is done,
+    not on the loop afterwards (ToolContext.is_file_in_call); a path that is not a file gets
+    no file link."""
+    import threading
+
+    (jp_root_dir / "a.py").write_text("x = 1\n")
+    (jp_root_dir / "d").mkdir()
+    real_file = (jp_root_dir / "a.py").resolve()
+    asked_on_the_loop: list[Path] = []
+    is_file = Path.is_file
+
+    def watched(self: Path) -> bool:
+        if threading.current_thread() is threading.main_thread() and self == real_file:
+            asked_on_the_loop.append(self)
+        return is_file(self)
+
+    monkeypatch.setattr(Path, "is_file", watched)
+    async with connect("legacy") as client:
+        read = await client.call_tool("get_file_text_by_path", {"pathInProject": "a.py"})
+        listed = await client.call_tool("list_files_in_folder", {"pathInProject": "d"})
+
+    assert [b.uri for b in read.content if b.type == "resource_link"] == ["jupyter-mcp://file/a.py"]
+    assert not listed.is_error
+    assert [b for b in listed.content if b.type == "resource_link"] == []
+    assert asked_on_the_loop == []
