@@ -223,14 +223,17 @@ class Report:
             over["objects"] = (baseline["objects"] * (1 + OBJECTS_MARGIN), after["objects"])
         rounds = [found for label, found in self.samples if label.startswith("after round")]
         # After malloc_trim(0) (the probe's ?trim), when both ends have it: what glibc kept
-        # free is no leak. Nor what pymalloc keeps free in arenas that some object still pins
-        # (it gives an arena back only once it is empty), nor tracemalloc's own records: the
-        # growth of each across the round is allowed for, and printed.
+        # free is no leak: the trim gives back the whole pages of its free chunks, and what it
+        # cannot, chunks under a page, stays resident (their growth is allowed for). Nor what
+        # pymalloc keeps free in arenas that some object still pins (it gives an arena back
+        # only once it is empty), nor tracemalloc's own records: the growth of each across
+        # the round is allowed for, and printed. What malloc's callers hold is not in any.
         rss = "trimmed_rss_mib" if rounds and "trimmed_rss_mib" in rounds[-1] else "rss_mib"
         if rounds:
             before = rounds[-1]
             rss_bound = before[rss] + RSS_MARGIN_MIB + interned_growth(before, after)
             rss_bound += pymalloc_free_growth(before, after) + tracemalloc_growth(before, after)
+            rss_bound += glibc_small_free_growth(before, after)
             if after.get(rss, 0) > rss_bound:
                 over[rss] = (rss_bound, after[rss])
         # The handlers left are those whose request a long-lived object took the context of
@@ -260,6 +263,18 @@ def pymalloc_free_growth(then: dict[str, float], now: dict[str, float]) -> float
     if not all(k in then and k in now for k in free):
         return 0.0
     return max(sum(now[k] for k in free) - sum(then[k] for k in free), 0)
+
+
+def glibc_small_free_growth(then: dict[str, float], now: dict[str, float]) -> float:
+    """How much more of glibc's heap was free in chunks under a page between two samples after
+    the trim (MiB, 0 where they do not tell): fragmentation, memory ``malloc_trim`` cannot give
+    back because no whole page of it is free. What callers hold (malloc in use) is not in it:
+    a native leak grows that, not this. In a 10 min x 3 soak it grew +8.3, then +3.4 MiB, the
+    trimmed RSS +17.8, then +4.4."""
+    key = "malloc_free_small_mib"
+    if key not in then or key not in now:
+        return 0.0
+    return max(now[key] - then[key], 0)
 
 
 def tracemalloc_growth(then: dict[str, float], now: dict[str, float]) -> float:
@@ -757,7 +772,9 @@ def main() -> None:
     rounds = [found for label, found in report.samples if label.startswith("after round")]
     if rounds:
         print(
-            f"  allowed for across the last round: pymalloc's free blocks and unused pools "
+            f"  allowed for across the last round: glibc's free chunks under a page "
+            f"{glibc_small_free_growth(rounds[-1], after):+.1f} MiB, "
+            f"pymalloc's free blocks and unused pools "
             f"{pymalloc_free_growth(rounds[-1], after):+.1f} MiB, tracemalloc's own records "
             f"{tracemalloc_growth(rounds[-1], after):+.1f} MiB "
             f"({rounds[-1].get('tracemalloc_mib', 0):.1f} -> {after.get('tracemalloc_mib', 0):.1f})"
